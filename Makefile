@@ -1,0 +1,42 @@
+# `make demo` and `make test` work on a fresh machine: they create .venv when it is missing.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-crowd
+
+.PHONY: install demo test lint typecheck pytest chromium bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+install: $(STAMP)
+
+demo: install
+	$(VENV)/bin/crowd demo
+
+# Browser tests drive Debian's Chromium; install it when we can (root with apt).
+chromium:
+	@test -x /usr/bin/chromium || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	  else echo "chromium is missing: browser tests will be skipped (apt-get install chromium)"; fi; }
+
+lint: install
+	$(VENV)/bin/ruff check crowd tasks qc models tests benchmarks
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+pytest: install chromium
+	$(VENV)/bin/pytest
+
+test: lint typecheck pytest
+
+bench: install
+	$(PY) benchmarks/submit_rps.py
+
+clean:
+	rm -rf $(VENV) .crowd .pytest_cache .mypy_cache .ruff_cache

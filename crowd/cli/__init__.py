@@ -1,0 +1,28 @@
+"""The `crowd` command line."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from crowd.cli.study import study
+from crowd.cli.system import demo, init, keys, serve, worker
+
+
+@click.group()
+@click.option("-v", "--verbose", is_flag=True, help="Log at INFO level.")
+def main(verbose: bool) -> None:
+    """crowd: crowdsourcing for NLP evaluation and human-feedback data.
+
+    Settings come from CROWD_DATABASE_URL, CROWD_REDIS_URL, CROWD_DATA_DIR and
+    CROWD_SECRET_KEY; without them crowd uses SQLite and an embedded Redis in ./.crowd.
+    """
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+for command in (init, serve, worker, keys, demo, study):
+    main.add_command(command)

@@ -1,0 +1,133 @@
+"""crowd study create | import | publish | status | export | report."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from crowd.cli.common import handle_errors, open_database
+from crowd.exceptions import ValidationError
+
+
+@click.group()
+def study() -> None:
+    """Create, fill, publish and follow studies (the CLI acts with database access)."""
+
+
+def _config(value: str | None) -> dict[str, object]:
+    if not value:
+        return {}
+    text = Path(value[1:]).read_text() if value.startswith("@") else value
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValidationError(f"--config is not valid JSON: {error.msg}") from None
+    if not isinstance(config, dict):
+        raise ValidationError("--config must be a JSON object")
+    return config
+
+
+@study.command("create")
+@click.option("--name", required=True, help="A name for the study.")
+@click.option("--type", "hit_type", default="boundary", show_default=True, help="HIT type.")
+@click.option("--config", "config", help="Study config as JSON, or @FILE.")
+@click.option("--experimenter", default=getpass.getuser, help="Owner (default: your user name).")
+@handle_errors
+def create(name: str, hit_type: str, config: str | None, experimenter: str) -> None:
+    """Create a study and print its id."""
+    from crowd.accounts import get_or_create_experimenter
+    from crowd.studies import create_study
+
+    _settings, db = open_database()
+    with db.session() as session:
+        owner = get_or_create_experimenter(session, experimenter)
+        created = create_study(session, owner, name, hit_type, _config(config))
+        click.echo(created.id)
+
+
+@study.command("import")
+@click.argument("study_id", type=int)
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@handle_errors
+def import_(study_id: int, path: str) -> None:
+    """Import items from a JSON-lines file (all or none)."""
+    from crowd.studies import get_study, import_items, parse_jsonl
+
+    _settings, db = open_database()
+    handle = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    with handle:
+        records = parse_jsonl(handle, source=f"{path} line")
+    with db.session() as session:
+        added = import_items(session, get_study(session, study_id), records)
+    click.echo(f"added {added} items to study {study_id}")
+
+
+@study.command("publish")
+@click.argument("study_id", type=int)
+@click.option("--provider", "providers", multiple=True, default=["local"], show_default=True,
+              help="Provider to publish to (repeat for several).")  # fmt: skip
+@handle_errors
+def publish(study_id: int, providers: tuple[str, ...]) -> None:
+    """Open a study to workers."""
+    from crowd.providers import PROVIDERS, StudyRef
+    from crowd.studies import get_study
+    from crowd.studies import publish as do_publish
+
+    settings, db = open_database()
+    with db.session() as session:
+        found = get_study(session, study_id)
+        do_publish(session, found, providers)
+        ref = StudyRef(found.id, found.name, found.hit_type, found.config)
+    for name in providers:
+        for label, url in PROVIDERS.get(name).publish(ref, settings.base_url).urls.items():
+            click.echo(f"{name} {label}: {url}")
+
+
+@study.command("status")
+@click.argument("study_id", type=int)
+@handle_errors
+def status(study_id: int) -> None:
+    """Print a study's progress as JSON."""
+    from crowd.studies import get_study, progress
+
+    _settings, db = open_database()
+    with db.session() as session:
+        click.echo(json.dumps(progress(session, get_study(session, study_id)), indent=2))
+
+
+@study.command("export")
+@click.argument("study_id", type=int)
+@click.option("--format", "fmt", default="jsonl", show_default=True,
+              type=click.Choice(["jsonl", "csv", "roft"]), help="Output format.")  # fmt: skip
+@click.option("--filtered", is_flag=True, help="Leave out workers that QC excluded.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-")
+@handle_errors
+def export(study_id: int, fmt: str, filtered: bool, output: str) -> None:
+    """Export a study's responses."""
+    from crowd.reports import export as export_rows
+    from crowd.studies import get_study
+
+    _settings, db = open_database()
+    handle = sys.stdout if output == "-" else open(output, "w", encoding="utf-8", newline="")  # noqa: SIM115
+    with db.session() as session, handle:
+        n = export_rows(session, get_study(session, study_id), fmt, handle, filtered)
+    if output != "-":
+        click.echo(f"wrote {n} rows to {output}")
+
+
+@study.command("report")
+@click.argument("study_id", type=int)
+@handle_errors
+def report(study_id: int) -> None:
+    """Compute the study's report now and print where its HTML and JSON are."""
+    from crowd.reports import build_report
+
+    settings, db = open_database()
+    with db.session() as session:
+        build_report(session, settings, study_id)
+    out_dir = settings.reports_dir / f"study-{study_id}"
+    click.echo(f"{out_dir / 'report.html'}\n{out_dir / 'report.json'}")

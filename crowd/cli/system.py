@@ -1,0 +1,85 @@
+"""crowd init | serve | worker | keys create | demo."""
+
+from __future__ import annotations
+
+import click
+
+from crowd.cli.common import handle_errors, open_database
+
+
+@click.command()
+@handle_errors
+def init() -> None:
+    """Create the data dir and bring the database schema up to date."""
+    settings, db = open_database()
+    click.echo(f"data dir: {settings.data_dir}")
+    click.echo(f"database: {db.engine.url.render_as_string(hide_password=True)} (up to date)")
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=5000, show_default=True, help="Port to listen on.")
+@handle_errors
+def serve(host: str, port: int) -> None:
+    """Run the web server for development (use gunicorn in production: see README)."""
+    from crowd.app import create_app
+    from crowd.queue.runner import ensure_redis
+
+    settings, db = open_database()
+    db.dispose()
+    settings, embedded = ensure_redis(settings)
+    try:
+        app = create_app(settings)
+        click.echo(f"game: http://{host}:{port}/play   dashboard: http://{host}:{port}/dashboard")
+        app.run(host=host, port=port, threaded=True)
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+@click.command()
+@click.option("--burst", is_flag=True, help="Run the queued jobs, then exit.")
+@handle_errors
+def worker(burst: bool) -> None:
+    """Run an RQ worker on the crowd queues, with the outbox sweep."""
+    from crowd.queue.runner import ensure_redis, run_worker
+
+    settings, db = open_database()
+    db.dispose()
+    settings, embedded = ensure_redis(settings)
+    try:
+        ran = run_worker(settings, burst=burst)
+        if burst:
+            click.echo(f"ran {ran} jobs")
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+@click.group()
+def keys() -> None:
+    """Experimenter API keys."""
+
+
+@keys.command("create")
+@click.argument("name")
+@handle_errors
+def create_key(name: str) -> None:
+    """Create an API key for experimenter NAME and print it (it is shown only once)."""
+    from crowd.accounts import create_api_key
+
+    _settings, db = open_database()
+    with db.session() as session:
+        token = create_api_key(session, name)
+    click.echo(token)
+
+
+@click.command()
+@click.option("--workers", default=40, show_default=True, help="Simulated workers.")
+@click.option("--seed", default=7, show_default=True, help="Random seed of the simulation.")
+@handle_errors
+def demo(workers: int, seed: int) -> None:
+    """Run a boundary study end to end on a simulated crowd and write its report."""
+    from crowd.demo import run_demo
+
+    run_demo(workers=workers, seed=seed, echo=click.echo)

@@ -1,0 +1,65 @@
+"""Every error the platform raises on purpose; messages say how to fix the problem."""
+
+from __future__ import annotations
+
+
+class CrowdError(Exception):
+    """Base class; `status` is the HTTP status the web layer answers with."""
+
+    status = 400
+
+
+class ConfigurationError(CrowdError):
+    status = 500
+
+
+class RegistryError(CrowdError):
+    status = 500
+
+
+class ValidationError(CrowdError):
+    """Input that does not fit the schema; `where` points at the offending field or line."""
+
+    status = 422
+
+    def __init__(self, message: str, where: str | None = None) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.where = where
+
+
+class InvalidItem(ValidationError):
+    pass
+
+
+class InvalidConfig(ValidationError):
+    pass
+
+
+class InvalidAction(ValidationError):
+    status = 409
+
+
+class AuthenticationError(CrowdError):
+    status = 401
+
+
+class PermissionDenied(CrowdError):
+    status = 403
+
+
+class NotFound(CrowdError):
+    status = 404
+
+
+class InvalidTransition(CrowdError):
+    status = 409
+
+
+class StudyNotOpen(CrowdError):
+    status = 409
+
+
+class NoWorkLeft(CrowdError):
+    """The worker has seen every item they may get in this study."""
+
+    status = 200

@@ -1,0 +1,14 @@
+"""Crowd providers, registered by name."""
+
+from __future__ import annotations
+
+from crowd.providers.base import Provider, Publication, StudyRef
+from crowd.providers.local import LocalProvider
+from crowd.providers.sim import SimProvider
+from crowd.registry import Registry
+
+PROVIDERS: Registry[Provider] = Registry("provider")
+PROVIDERS.register(LocalProvider.name, LocalProvider())
+PROVIDERS.register(SimProvider.name, SimProvider())
+
+__all__ = ["PROVIDERS", "Provider", "Publication", "StudyRef"]

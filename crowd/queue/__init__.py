@@ -1,0 +1,8 @@
+"""The job queue: RQ on Redis, fed from the database's outbox."""
+
+from __future__ import annotations
+
+# Queue names; each job says which one it runs on where it is defined.
+EVENTS = "crowd-events"
+REPORTS = "crowd-reports"
+ALL_QUEUES = (EVENTS, REPORTS)

@@ -1,0 +1,109 @@
+"""RQ jobs. Each takes ids, opens its own session, and is safe to run twice."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+import redis
+from rq import Queue, get_current_job
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+from crowd.queue import REPORTS
+from crowd.settings import Settings
+from crowd.storage import Database, OutboxEvent, utcnow
+
+log = logging.getLogger(__name__)
+
+REPORT_TIMEOUT = 600
+
+
+@dataclass
+class JobContext:
+    settings: Settings
+    db: Database
+
+
+_context: JobContext | None = None
+_lock = threading.Lock()
+
+
+def configure(settings: Settings) -> JobContext:
+    """Set the settings jobs run with in this process (`crowd worker` and tests call it)."""
+    global _context
+    with _lock:
+        if _context is not None:
+            _context.db.dispose()
+        _context = JobContext(settings=settings, db=Database(settings.database_url))
+    return _context
+
+
+def context() -> JobContext:
+    with _lock:
+        ctx = _context
+    return ctx if ctx is not None else configure(Settings.from_env())
+
+
+def _job_tag() -> str:
+    job = get_current_job()
+    return f"[job {job.id}]" if job else "[inline]"
+
+
+def process_event(event_id: int) -> str:
+    """Handle one outbox event: worker statistics and QC flags, then a report refresh."""
+    from crowd import stats
+    from crowd.work import RESPONSE_STORED
+
+    db = context().db
+    with db.session() as session:
+        row = session.get(OutboxEvent, event_id)
+        if row is None:
+            return f"outbox event {event_id} does not exist"
+        if row.processed_at is not None:
+            return f"outbox event {event_id} was already processed"
+        study_id = row.payload.get("study_id")
+        if row.topic == RESPONSE_STORED:
+            stats.refresh_after_response(session, int(row.payload["response_id"]))
+        else:
+            log.warning("%s unknown outbox topic %r, marked processed", _job_tag(), row.topic)
+        row.processed_at = utcnow()
+    job = get_current_job()
+    if study_id is not None and job is not None:
+        request_report(job.connection, int(study_id))
+    log.info("%s processed outbox event %s", _job_tag(), event_id)
+    return f"processed outbox event {event_id}"
+
+
+def report_job_id(study_id: int) -> str:
+    return f"report-{study_id}"
+
+
+def request_report(connection: redis.Redis, study_id: int) -> Job | None:
+    """Enqueue a report refresh unless one is already waiting (refreshes coalesce)."""
+    try:
+        existing = Job.fetch(report_job_id(study_id), connection=connection)
+        if existing.get_status(refresh=False) in (JobStatus.QUEUED, JobStatus.DEFERRED):
+            return None
+    except NoSuchJobError:
+        pass
+    return Queue(REPORTS, connection=connection).enqueue(
+        refresh_report,
+        study_id,
+        job_id=report_job_id(study_id),
+        job_timeout=REPORT_TIMEOUT,
+        result_ttl=3600,
+    )
+
+
+def refresh_report(study_id: int) -> str:
+    """Recompute the study's analysis and write its JSON and HTML report."""
+    from crowd.reports import build_report
+
+    ctx = context()
+    with ctx.db.session() as session:
+        report = build_report(session, ctx.settings, study_id)
+        n = report.responses_seen
+    log.info("%s refreshed the report of study %s (%d responses)", _job_tag(), study_id, n)
+    return f"report of study {study_id}: {n} responses"

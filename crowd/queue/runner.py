@@ -1,0 +1,88 @@
+"""Running RQ workers, with the outbox sweep beside them, and finding a Redis to use."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import replace
+
+import redis
+from rq import Queue, SimpleWorker
+from sqlalchemy import func, select
+
+from crowd.app import redis_connection
+from crowd.queue import ALL_QUEUES
+from crowd.queue.embedded import EmbeddedRedis
+from crowd.queue.jobs import configure
+from crowd.queue.outbox import sweep
+from crowd.settings import Settings
+from crowd.storage import Database, OutboxEvent
+
+log = logging.getLogger(__name__)
+
+
+def embedded_dir(settings: Settings) -> EmbeddedRedis:
+    return EmbeddedRedis(settings.data_dir / "redis")
+
+
+def ensure_redis(settings: Settings) -> tuple[Settings, EmbeddedRedis | None]:
+    """Settings with a Redis URL: the configured one, a running embedded one, or a new one.
+
+    The second value is the embedded server this call started (the caller stops it), or None.
+    """
+    if settings.redis_url:
+        return settings, None
+    embedded = embedded_dir(settings)
+    if embedded.socket.exists():
+        try:
+            redis.Redis(unix_socket_path=str(embedded.socket)).ping()
+            return replace(settings, redis_url=embedded.url), None  # another process's server
+        except redis.ConnectionError:
+            pass
+    embedded.start()
+    return replace(settings, redis_url=embedded.url), embedded
+
+
+def pending_events(db: Database) -> int:
+    with db.session() as session:
+        return session.scalar(
+            select(func.count(OutboxEvent.id)).where(OutboxEvent.processed_at.is_(None))
+        ) or 0
+
+
+def _jobs_done(queues: list[Queue]) -> int:
+    return sum(q.finished_job_registry.count + q.failed_job_registry.count for q in queues)
+
+
+def run_worker(settings: Settings, burst: bool = False, max_rounds: int = 50) -> int:
+    """Run an RQ worker on every crowd queue; returns the number of jobs it ran."""
+    if not settings.redis_url:
+        raise ValueError("run_worker needs settings with a redis_url (see ensure_redis)")
+    ctx = configure(settings)
+    connection = redis_connection(settings.redis_url)
+    queues = [Queue(name, connection=connection) for name in ALL_QUEUES]
+    worker = SimpleWorker(queues, connection=connection)
+    if burst:
+        before = _jobs_done(queues)
+        for _ in range(max_rounds):
+            sweep(ctx.db, connection, grace_seconds=0)
+            worked = worker.work(burst=True, logging_level="WARNING")
+            if not worked and pending_events(ctx.db) == 0:
+                break
+        return _jobs_done(queues) - before
+    stop = threading.Event()
+
+    def sweeper() -> None:
+        while not stop.wait(settings.sweep_interval):
+            try:
+                sweep(ctx.db, connection)
+            except Exception:  # keep sweeping through transient database or Redis errors
+                log.exception("outbox sweep failed")
+
+    thread = threading.Thread(target=sweeper, name="outbox-sweep", daemon=True)
+    thread.start()
+    try:
+        worker.work(with_scheduler=True)
+    finally:
+        stop.set()
+    return 0

@@ -1,0 +1,128 @@
+"""Study data for analyses and exports: rows, the filtered set, reports on disk and in the db."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from crowd.exceptions import ValidationError
+from crowd.settings import Settings
+from crowd.storage import Item, Report, Response, Study, Worker, WorkerStatus, utcnow
+from crowd.studies import get_study, progress
+from qc.attention import AttentionCheck
+from tasks import get_hit_type
+
+
+def worker_key(worker: Worker) -> str:
+    return f"{worker.provider}:{worker.external_id}"
+
+
+def platform_rows(session: Session, study: Study) -> list[dict[str, Any]]:
+    """One plain dict per stored response, in time order, with the item's data joined."""
+    result = session.execute(
+        select(Response, Item, Worker)
+        .join(Item, Item.id == Response.item_id)
+        .join(Worker, Worker.id == Response.worker_id)
+        .where(Response.study_id == study.id)
+        .order_by(Response.created_at, Response.id)
+    ).all()
+    positions: dict[int, int] = {}
+    rows = []
+    for response, item, worker in result:
+        position = positions.get(worker.id, 0)
+        positions[worker.id] = position + 1
+        rows.append(
+            {
+                "response_id": response.id,
+                "worker": worker_key(worker),
+                "worker_status": str(worker.status),
+                "item": item.external_id,
+                "kind": str(item.kind),
+                "category": item.category,
+                "meta": item.meta,
+                "content": item.content,
+                "expected": item.expected,
+                "answer": response.answer,
+                "score": response.score,
+                "explanation": response.explanation,
+                "reasons": response.reasons,
+                "qc_flags": response.qc_flags,
+                "events": response.events,
+                "position": position,
+                "created_at": response.created_at.isoformat(),
+                "source": str(response.source),
+            }
+        )
+    return rows
+
+
+def excluded_workers(rows: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """The workers each QC rule removes from the filtered set, by rule name."""
+    attention = AttentionCheck().fit(
+        (row["worker"], bool(row["qc_flags"].get("attention_passed")))
+        for row in rows
+        if row["kind"] == "attention"
+    )
+    blocked = {row["worker"] for row in rows if row["worker_status"] == WorkerStatus.BLOCKED}
+    return {"attention_check": attention.failed_workers_, "blocked": blocked}
+
+
+def analysis_rows(session: Session, study: Study) -> tuple[list[dict[str, Any]], set[str]]:
+    hit = get_hit_type(study.hit_type)
+    rows = platform_rows(session, study)
+    excluded = set().union(*excluded_workers(rows).values())
+    return [hit.analysis_row(row) for row in rows], excluded
+
+
+def build_report(session: Session, settings: Settings, study_id: int) -> Report:
+    """Analyse the study, write report.json / report.html with plots, and store the report."""
+    study = get_study(session, study_id)
+    hit = get_hit_type(study.hit_type)
+    rows = platform_rows(session, study)
+    rules = excluded_workers(rows)
+    excluded = set().union(*rules.values())
+    data = hit.analyze([hit.analysis_row(row) for row in rows], excluded)
+    data["study"] = {
+        "id": study.id,
+        "name": study.name,
+        "hit_type": study.hit_type,
+        "config": study.config,
+        "generated_at": utcnow().isoformat(),
+        "progress": progress(session, study),
+    }
+    data["rules"] = {
+        name: {
+            "workers": len(workers),
+            "responses": sum(1 for row in rows if row["worker"] in workers),
+        }
+        for name, workers in rules.items()
+    }
+    out_dir = settings.reports_dir / f"study-{study.id}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    html = hit.render_report(data, out_dir, f"{study.name} (study {study.id})")
+    (out_dir / "report.json").write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+    (out_dir / "report.html").write_text(html)
+    report = session.scalar(select(Report).where(Report.study_id == study.id))
+    if report is None:
+        report = Report(study_id=study.id)
+        session.add(report)
+    report.data = json.loads(json.dumps(data, default=str))
+    report.html = html
+    report.responses_seen = len(rows)
+    report.updated_at = utcnow()
+    session.flush()
+    return report
+
+
+def export(session: Session, study: Study, fmt: str, handle: TextIO, filtered: bool) -> int:
+    """Write the study's responses in `fmt`; `filtered` leaves excluded workers out."""
+    hit = get_hit_type(study.hit_type)
+    if fmt not in hit.export_formats:
+        raise ValidationError(f"{study.hit_type} studies export as {', '.join(hit.export_formats)}")
+    rows, excluded = analysis_rows(session, study)
+    if filtered:
+        rows = [row for row in rows if row["worker"] not in excluded]
+    return hit.export(rows, fmt, handle)

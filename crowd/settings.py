@@ -1,0 +1,88 @@
+"""One typed, frozen settings object built from CROWD_* environment variables."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from crowd.exceptions import ConfigurationError
+
+SECRET_FILE = "secret_key"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the platform reads from its environment, checked once at start."""
+
+    data_dir: Path
+    database_url: str
+    secret_key: str
+    # None means: start an embedded Redis server in the data dir (see crowd.queue.embedded).
+    redis_url: str | None = None
+    # Public base URL of the web server, used in links printed by the CLI.
+    base_url: str = "http://127.0.0.1:5000"
+    # Seconds between two sweeps of the outbox by `crowd worker`.
+    sweep_interval: float = 10.0
+    testing: bool = False
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        data_dir = Path(env.get("CROWD_DATA_DIR", ".crowd")).expanduser().resolve()
+        database_url = env.get("CROWD_DATABASE_URL") or f"sqlite:///{data_dir / 'crowd.db'}"
+        if not database_url.startswith(("sqlite:", "postgresql")):
+            raise ConfigurationError(
+                f"CROWD_DATABASE_URL={database_url!r} is not supported: use sqlite:///PATH "
+                "or postgresql+psycopg://USER@HOST:PORT/DB"
+            )
+        if database_url.startswith("postgresql://"):
+            # SQLAlchemy's default PostgreSQL driver is psycopg2; we ship psycopg 3.
+            database_url = "postgresql+psycopg://" + database_url[len("postgresql://") :]
+        redis_url = env.get("CROWD_REDIS_URL") or None
+        if redis_url is not None and not redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise ConfigurationError(
+                f"CROWD_REDIS_URL={redis_url!r} is not a Redis URL: use redis://HOST:PORT/DB, "
+                "or leave it unset for the embedded Redis"
+            )
+        try:
+            sweep_interval = float(env.get("CROWD_SWEEP_INTERVAL", "10"))
+        except ValueError:
+            raise ConfigurationError("CROWD_SWEEP_INTERVAL must be a number of seconds") from None
+        return cls(
+            data_dir=data_dir,
+            database_url=database_url,
+            secret_key=env.get("CROWD_SECRET_KEY") or load_or_create_secret(data_dir),
+            redis_url=redis_url,
+            base_url=env.get("CROWD_BASE_URL", "http://127.0.0.1:5000").rstrip("/"),
+            sweep_interval=sweep_interval,
+        )
+
+    def with_changes(self, **changes: object) -> Settings:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.data_dir / "reports"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+def load_or_create_secret(data_dir: Path) -> str:
+    """Read the signing secret from the data dir, creating it (mode 0600) on first use."""
+    path = data_dir / SECRET_FILE
+    if path.exists():
+        secret = path.read_text().strip()
+        if len(secret) < 32:
+            raise ConfigurationError(f"{path} holds a secret shorter than 32 characters: delete it")
+        return secret
+    data_dir.mkdir(parents=True, exist_ok=True)
+    secret = secrets.token_urlsafe(48)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secret + "\n")
+    return secret

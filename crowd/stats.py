@@ -1,0 +1,49 @@
+"""Worker statistics and QC flags, recomputed from stored responses (never incremented)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from crowd.storage import Item, ItemKind, Response, Worker
+
+
+def refresh_after_response(session: Session, response_id: int) -> None:
+    response = session.get(Response, response_id)
+    if response is None:
+        return
+    refresh_worker(session, response.worker_id, response.study_id)
+
+
+def refresh_worker(session: Session, worker_id: int, study_id: int) -> dict[str, Any]:
+    """Recompute one worker's numbers in one study; running it twice gives the same result."""
+    worker = session.get(Worker, worker_id)
+    if worker is None:
+        return {}
+    rows = session.execute(
+        select(Item.kind, Response.score, Response.qc_flags)
+        .join(Item, Item.id == Response.item_id)
+        .where(Response.worker_id == worker_id, Response.study_id == study_id)
+    ).all()
+    real = [score for kind, score, _ in rows if kind != ItemKind.ATTENTION and score is not None]
+    checks = [flags.get("attention_passed") for kind, _, flags in rows if kind == ItemKind.ATTENTION]
+    failed = sum(1 for passed in checks if passed is False)
+    numbers = {
+        "responses": len(rows),
+        "real_responses": len(real),
+        "points": sum(real),
+        "mean_points": round(sum(real) / len(real), 4) if real else None,
+        "attention_checks": len(checks),
+        "attention_failed": failed,
+    }
+    key = str(study_id)
+    worker.stats = {**worker.stats, key: numbers}
+    failures = dict(worker.qc_flags.get("attention_failed", {}))
+    if failed:
+        failures[key] = failed
+    else:
+        failures.pop(key, None)
+    worker.qc_flags = {**worker.qc_flags, "attention_failed": failures}
+    return numbers

@@ -1,0 +1,40 @@
+"""Storage: SQLAlchemy 2.x models by aggregate, the engine and sessions, Alembic migrations."""
+
+from __future__ import annotations
+
+from crowd.storage.accounts import ApiKey, Experimenter
+from crowd.storage.base import Base, utcnow
+from crowd.storage.db import Database
+from crowd.storage.outbox import OutboxEvent
+from crowd.storage.reports import Report
+from crowd.storage.studies import Item, ItemKind, Study, StudyStatus
+from crowd.storage.work import (
+    HOLDING_STATES,
+    Assignment,
+    AssignmentState,
+    Response,
+    ResponseSource,
+    Worker,
+    WorkerStatus,
+)
+
+__all__ = [
+    "HOLDING_STATES",
+    "ApiKey",
+    "Assignment",
+    "AssignmentState",
+    "Base",
+    "Database",
+    "Experimenter",
+    "Item",
+    "ItemKind",
+    "OutboxEvent",
+    "Report",
+    "Response",
+    "ResponseSource",
+    "Study",
+    "StudyStatus",
+    "Worker",
+    "WorkerStatus",
+    "utcnow",
+]

@@ -1,0 +1,85 @@
+"""The engine, sessions and schema upgrades for SQLite (WAL) and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the driver, decide when transactions begin (see on_begin).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def on_begin(connection: Any) -> None:
+        # IMMEDIATE takes the write lock up front: two deferred transactions that both
+        # read and then write would otherwise fail with "database is locked" instead of
+        # waiting their turn, and assignment must be serialized anyway.
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+class Database:
+    """Owns the engine and hands out sessions; one per app or CLI process."""
+
+    def __init__(self, url: str, echo: bool = False) -> None:
+        self.url = url
+        kwargs: dict[str, Any] = {"echo": echo}
+        if url.startswith("sqlite"):
+            path = url.split("///", 1)[-1]
+            if path and path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        else:
+            kwargs.update(pool_pre_ping=True, pool_size=10, max_overflow=20)
+        self.engine = create_engine(url, **kwargs)
+        if url.startswith("sqlite"):
+            _configure_sqlite(self.engine)
+        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session in a transaction: committed on success, rolled back on error."""
+        with self.sessions() as session, session.begin():
+            yield session
+
+    def upgrade(self, revision: str = "head") -> None:
+        """Bring the schema up to `revision` with Alembic."""
+        from alembic import command
+
+        command.upgrade(self.alembic_config(), revision)
+
+    def downgrade(self, revision: str = "base") -> None:
+        from alembic import command
+
+        command.downgrade(self.alembic_config(), revision)
+
+    def alembic_config(self) -> Any:
+        from alembic.config import Config
+
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
+        config.attributes["engine"] = self.engine
+        return config
+
+    def dispose(self) -> None:
+        self.engine.dispose()

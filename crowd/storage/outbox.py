@@ -1,0 +1,29 @@
+"""The outbox: events written in the same transaction as the data they describe.
+
+Redis may be down when a response is stored; the row stays here until a job has
+processed it, and the sweep re-enqueues whatever Redis never took.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from crowd.storage.base import Base, utcnow
+
+
+class OutboxEvent(Base):
+    __tablename__ = "outbox"
+    __table_args__ = (Index("ix_outbox_pending", "processed_at", "enqueued_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    topic: Mapped[str] = mapped_column(String(100))
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    enqueued_at: Mapped[datetime | None] = mapped_column(default=None)
+    processed_at: Mapped[datetime | None] = mapped_column(default=None)
+    attempts: Mapped[int] = mapped_column(default=0)
+    last_error: Mapped[str | None] = mapped_column(Text, default=None)

@@ -1,0 +1,65 @@
+"""Studies and their items; an item's expected answer never leaves the server."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from crowd.storage.base import Base, utcnow
+
+
+class StudyStatus(StrEnum):
+    DRAFT = "draft"
+    PUBLISHED = "published"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+
+
+class ItemKind(StrEnum):
+    REAL = "real"
+    GOLD = "gold"
+    ATTENTION = "attention"
+
+
+class Study(Base):
+    __tablename__ = "studies"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    experimenter_id: Mapped[int] = mapped_column(ForeignKey("experimenters.id"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    hit_type: Mapped[str] = mapped_column(String(50))
+    config: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    status: Mapped[StudyStatus] = mapped_column(String(20), default=StudyStatus.DRAFT)
+    # Names of the providers the study is published to (e.g. ["local", "sim"]).
+    providers: Mapped[list[Any]] = mapped_column(default=list)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    published_at: Mapped[datetime | None] = mapped_column(default=None)
+
+    items: Mapped[list[Item]] = relationship(back_populates="study")
+
+
+class Item(Base):
+    __tablename__ = "items"
+    __table_args__ = (
+        UniqueConstraint("study_id", "external_id"),
+        Index("ix_items_study_kind", "study_id", "kind"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id"))
+    external_id: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[ItemKind] = mapped_column(String(20), default=ItemKind.REAL)
+    # What a worker may eventually see (served piece by piece by the HIT type).
+    content: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # The expected answer (true boundary, gold label): server-side only.
+    expected: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # Category, generator, decoding, ...: used by analyses and for choosing items.
+    meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    category: Mapped[str | None] = mapped_column(String(100), default=None, index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    study: Mapped[Study] = relationship(back_populates="items")

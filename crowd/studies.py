@@ -1,0 +1,189 @@
+"""Study lifecycle: create, import items, publish, progress."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from crowd.exceptions import InvalidItem, NotFound, StudyNotOpen, ValidationError
+from crowd.providers import PROVIDERS
+from crowd.storage import (
+    Assignment,
+    AssignmentState,
+    Experimenter,
+    Item,
+    ItemKind,
+    Response,
+    Study,
+    StudyStatus,
+    utcnow,
+)
+from tasks import HitType, ItemSpec, get_hit_type
+
+MAX_ITEMS_PER_IMPORT = 100_000
+
+
+def create_study(
+    session: Session,
+    experimenter: Experimenter,
+    name: str,
+    hit_type: str,
+    config: Mapping[str, Any] | None = None,
+) -> Study:
+    hit = get_hit_type(hit_type)
+    if not name.strip() or len(name) > 200:
+        raise ValidationError("a study name is 1 to 200 characters", "name")
+    options = hit.validate_config(config)
+    study = Study(
+        experimenter_id=experimenter.id,
+        name=name.strip(),
+        hit_type=hit.name,
+        config=options.to_config(),
+    )
+    session.add(study)
+    session.flush()
+    return study
+
+
+def get_study(session: Session, study_id: int, experimenter: Experimenter | None = None) -> Study:
+    """A study by id; with `experimenter`, only one of theirs."""
+    study = session.get(Study, study_id)
+    if study is None or (experimenter is not None and study.experimenter_id != experimenter.id):
+        raise NotFound(f"no study {study_id}: list yours with GET /api/studies")
+    return study
+
+
+def parse_jsonl(lines: Iterable[str], source: str = "line") -> list[dict[str, Any]]:
+    """Parse JSON lines, naming the line of the first bad one; blank lines are skipped."""
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InvalidItem(f"not valid JSON ({error.msg})", f"{source} {number}") from None
+        if not isinstance(record, dict):
+            raise InvalidItem("each line must be a JSON object", f"{source} {number}")
+        records.append(record)
+    return records
+
+
+def import_items(session: Session, study: Study, records: list[dict[str, Any]]) -> int:
+    """Validate every record first, then add them all or none; returns how many were added."""
+    if study.status == StudyStatus.COMPLETED:
+        raise StudyNotOpen(f"study {study.id} is completed: create a new study for more items")
+    if len(records) > MAX_ITEMS_PER_IMPORT:
+        raise ValidationError(f"at most {MAX_ITEMS_PER_IMPORT} items per import: split the file")
+    hit = get_hit_type(study.hit_type)
+    specs = [hit.validate_item(record, f"line {n}") for n, record in enumerate(records, 1)]
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.external_id in seen:
+            raise InvalidItem(f"id {spec.external_id!r} appears twice in this import")
+        seen.add(spec.external_id)
+    existing = set(
+        session.scalars(
+            select(Item.external_id).where(Item.study_id == study.id, Item.external_id.in_(seen))
+        )
+    )
+    if existing:
+        raise InvalidItem(f"ids already in study {study.id}: {sorted(existing)[:10]}")
+    session.add_all(_item(study, spec) for spec in specs)
+    session.flush()
+    return len(specs)
+
+
+def _item(study: Study, spec: ItemSpec) -> Item:
+    return Item(
+        study_id=study.id,
+        external_id=spec.external_id,
+        kind=ItemKind(spec.kind),
+        content=spec.content,
+        expected=spec.expected,
+        meta=spec.meta,
+        category=spec.category,
+    )
+
+
+def publish(session: Session, study: Study, providers: Iterable[str]) -> Study:
+    """Open a study to workers of the given providers (e.g. local, sim)."""
+    names = sorted(set(providers))
+    if not names:
+        raise ValidationError("name at least one provider to publish to", "providers")
+    for name in names:
+        PROVIDERS.get(name)  # raises with the list of known providers
+    n_items = session.scalar(
+        select(func.count(Item.id)).where(Item.study_id == study.id, Item.kind != ItemKind.ATTENTION)
+    )
+    if not n_items:
+        raise StudyNotOpen(f"study {study.id} has no items yet: import some first")
+    study.providers = sorted(set(study.providers) | set(names))
+    if study.status != StudyStatus.PUBLISHED:
+        study.status = StudyStatus.PUBLISHED
+        study.published_at = utcnow()
+    return study
+
+
+def set_status(study: Study, status: StudyStatus) -> Study:
+    study.status = status
+    return study
+
+
+def progress(session: Session, study: Study) -> dict[str, Any]:
+    """Counts an experimenter follows: items, assignments by state, responses, completeness."""
+    items_by_kind = dict(
+        session.execute(
+            select(Item.kind, func.count(Item.id))
+            .where(Item.study_id == study.id)
+            .group_by(Item.kind)
+        ).all()
+    )
+    by_state = dict(
+        session.execute(
+            select(Assignment.state, func.count(Assignment.id))
+            .where(Assignment.study_id == study.id)
+            .group_by(Assignment.state)
+        ).all()
+    )
+    n_responses = session.scalar(
+        select(func.count(Response.id)).where(Response.study_id == study.id)
+    )
+    n_workers = session.scalar(
+        select(func.count(func.distinct(Response.worker_id))).where(Response.study_id == study.id)
+    )
+    target = int(study.config.get("annotations_per_item", 1))
+    done_per_item = (
+        select(Response.item_id, func.count(Response.id).label("n"))
+        .join(Item, Item.id == Response.item_id)
+        .where(Response.study_id == study.id, Item.kind != ItemKind.ATTENTION)
+        .group_by(Response.item_id)
+        .subquery()
+    )
+    complete_items = session.scalar(
+        select(func.count()).select_from(done_per_item).where(done_per_item.c.n >= target)
+    )
+    n_real = sum(n for kind, n in items_by_kind.items() if kind != ItemKind.ATTENTION)
+    return {
+        "study_id": study.id,
+        "name": study.name,
+        "hit_type": study.hit_type,
+        "status": study.status,
+        "providers": study.providers,
+        "items": {str(k): v for k, v in items_by_kind.items()},
+        "assignments": {str(k): v for k, v in by_state.items()},
+        "responses": n_responses or 0,
+        "workers": n_workers or 0,
+        "annotations_per_item": target,
+        "items_complete": complete_items or 0,
+        "fraction_complete": round((complete_items or 0) / n_real, 4) if n_real else 0.0,
+        "open_assignments": by_state.get(AssignmentState.ASSIGNED, 0),
+    }
+
+
+def hit_type_of(study: Study) -> HitType:
+    return get_hit_type(study.hit_type)

@@ -1,0 +1,158 @@
+"""The experimenter's REST API (Authorization: Bearer <key>), described at /openapi.json."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from flask import Blueprint, Response, request
+from sqlalchemy import select
+
+from crowd import studies
+from crowd.app import platform
+from crowd.exceptions import NotFound, ValidationError
+from crowd.providers import PROVIDERS, StudyRef
+from crowd.reports import export as export_rows
+from crowd.storage import Report, Study
+from crowd.web.common import current_experimenter, json_body
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+
+EXPORT_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv", "roft": "text/csv"}
+
+
+def study_json(study: Study) -> dict[str, Any]:
+    return {
+        "id": study.id,
+        "name": study.name,
+        "hit_type": study.hit_type,
+        "config": study.config,
+        "status": str(study.status),
+        "providers": study.providers,
+        "created_at": study.created_at.isoformat(),
+    }
+
+
+@bp.post("/studies")
+def create_study() -> Any:
+    body = json_body()
+    name, hit_type = body.get("name"), body.get("hit_type")
+    if not isinstance(name, str) or not isinstance(hit_type, str):
+        raise ValidationError("send {'name': ..., 'hit_type': ..., 'config': {...}}")
+    config = body.get("config") or {}
+    if not isinstance(config, dict):
+        raise ValidationError("must be a JSON object", "config")
+    with platform().db.session() as session:
+        experimenter = current_experimenter(session)
+        study = studies.create_study(session, experimenter, name, hit_type, config)
+        return study_json(study), 201
+
+
+@bp.get("/studies")
+def list_studies() -> Any:
+    with platform().db.session() as session:
+        experimenter = current_experimenter(session)
+        rows = session.scalars(
+            select(Study).where(Study.experimenter_id == experimenter.id).order_by(Study.id)
+        )
+        return {"studies": [study_json(study) for study in rows]}
+
+
+@bp.get("/studies/<int:study_id>")
+def show_study(study_id: int) -> Any:
+    with platform().db.session() as session:
+        study = studies.get_study(session, study_id, current_experimenter(session))
+        return {**study_json(study), "progress": studies.progress(session, study)}
+
+
+@bp.post("/studies/<int:study_id>/items")
+def import_items(study_id: int) -> Any:
+    """Items as JSON lines (Content-Type: application/x-ndjson) or {"items": [...]}."""
+    if request.is_json:
+        body = json_body()
+        records = body.get("items")
+        if not isinstance(records, list):
+            raise ValidationError("send {'items': [...]} or JSON lines")
+    else:
+        text = request.get_data(as_text=True)
+        records = studies.parse_jsonl(text.splitlines())
+    with platform().db.session() as session:
+        study = studies.get_study(session, study_id, current_experimenter(session))
+        added = studies.import_items(session, study, records)
+        return {"added": added}, 201
+
+
+@bp.post("/studies/<int:study_id>/publish")
+def publish(study_id: int) -> Any:
+    body = json_body()
+    providers = body.get("providers", ["local"])
+    if not isinstance(providers, list) or not all(isinstance(p, str) for p in providers):
+        raise ValidationError("must be a list of provider names", "providers")
+    settings = platform().settings
+    with platform().db.session() as session:
+        study = studies.get_study(session, study_id, current_experimenter(session))
+        studies.publish(session, study, providers)
+        ref = StudyRef(study.id, study.name, study.hit_type, study.config)
+        links = {
+            name: PROVIDERS.get(name).publish(ref, settings.base_url).urls for name in providers
+        }
+        return {**study_json(study), "links": links}
+
+
+@bp.get("/studies/<int:study_id>/export")
+def export(study_id: int) -> Any:
+    fmt = request.args.get("format", "jsonl")
+    which = request.args.get("set", "full")
+    if fmt not in EXPORT_TYPES:
+        raise ValidationError(f"format must be one of {sorted(EXPORT_TYPES)}", "format")
+    if which not in ("full", "filtered"):
+        raise ValidationError("set must be full or filtered", "set")
+    buffer = io.StringIO()
+    with platform().db.session() as session:
+        study = studies.get_study(session, study_id, current_experimenter(session))
+        export_rows(session, study, fmt, buffer, filtered=which == "filtered")
+    extension = "jsonl" if fmt == "jsonl" else "csv"
+    return Response(
+        buffer.getvalue(),
+        mimetype=EXPORT_TYPES[fmt],
+        headers={
+            "Content-Disposition": f"attachment; filename=study-{study_id}-{fmt}.{extension}"
+        },
+    )
+
+
+def _report(study_id: int) -> Report:
+    with platform().db.session() as session:
+        studies.get_study(session, study_id, current_experimenter(session))
+        report = session.scalar(select(Report).where(Report.study_id == study_id))
+        if report is None:
+            raise NotFound(f"study {study_id} has no report yet: POST to this URL to make one")
+        return report
+
+
+@bp.get("/studies/<int:study_id>/report")
+def report_json(study_id: int) -> Any:
+    report = _report(study_id)
+    return {"updated_at": report.updated_at.isoformat(), "report": report.data}
+
+
+@bp.get("/studies/<int:study_id>/report.html")
+def report_html(study_id: int) -> Any:
+    return Response(_report(study_id).html, mimetype="text/html")
+
+
+@bp.post("/studies/<int:study_id>/report")
+def request_report(study_id: int) -> Any:
+    """Refresh the report: on the queue when there is one, here and now otherwise."""
+    from crowd.queue.jobs import request_report as enqueue_report
+    from crowd.reports import build_report
+
+    with platform().db.session() as session:
+        studies.get_study(session, study_id, current_experimenter(session))
+    connection = platform().redis
+    if connection is not None:
+        job = enqueue_report(connection, study_id)
+        return {"queued": True, "job_id": job.id if job else None}, 202
+    with platform().db.session() as session:
+        report = build_report(session, platform().settings, study_id)
+        return {"queued": False, "updated_at": report.updated_at.isoformat()}, 201

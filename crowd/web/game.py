@@ -1,0 +1,84 @@
+"""Pages of the open-web game: pick a category, play, see your profile and the leaderboard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, render_template, request
+
+from crowd import game
+from crowd.app import platform
+from crowd.exceptions import NotFound
+from crowd.studies import get_study
+from crowd.web.common import current_worker_id, optional_worker_id
+from tasks import get_hit_type
+
+bp = Blueprint("game", __name__)
+
+
+def _category() -> str | None:
+    category = request.args.get("category") or None
+    if category is not None and len(category) > 100:
+        raise NotFound("unknown category")
+    return category
+
+
+@bp.get("/")
+@bp.get("/play")
+def home() -> Any:
+    with platform().db.session() as session:
+        studies = game.open_studies(session)
+    return render_template("play.html", studies=studies, joined=optional_worker_id() is not None)
+
+
+@bp.get("/play/<int:study_id>")
+def play(study_id: int) -> Any:
+    with platform().db.session() as session:
+        study = get_study(session, study_id)
+        if "local" not in study.providers:
+            raise NotFound(f"study {study_id} is not open to the public")
+        hit = get_hit_type(study.hit_type)
+        name = study.name
+    return render_template(
+        hit.template,
+        study_id=study_id,
+        study_name=name,
+        category=_category(),
+        joined=optional_worker_id() is not None,
+        title=hit.title,
+    )
+
+
+@bp.get("/play/profile")
+def profile_page() -> Any:
+    worker_id = optional_worker_id()
+    data = None
+    if worker_id is not None:
+        with platform().db.session() as session:
+            data = game.profile(session, worker_id)
+    return render_template("profile.html", profile=data)
+
+
+@bp.get("/play/leaderboard")
+def leaderboard_page() -> Any:
+    category = _category()
+    with platform().db.session() as session:
+        rows = game.leaderboard(session, category)
+        categories = game.categories(session)
+    return render_template(
+        "leaderboard.html", rows=rows, category=category, categories=categories
+    )
+
+
+@bp.get("/api/play/profile")
+def profile_json() -> Any:
+    worker_id = current_worker_id()
+    with platform().db.session() as session:
+        return game.profile(session, worker_id)
+
+
+@bp.get("/api/play/leaderboard")
+def leaderboard_json() -> Any:
+    category = _category()
+    with platform().db.session() as session:
+        return {"category": category, "leaderboard": game.leaderboard(session, category)}

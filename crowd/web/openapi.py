@@ -1,0 +1,149 @@
+"""The OpenAPI description of the experimenter and worker APIs, served at /openapi.json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint
+
+from crowd import __version__
+
+bp = Blueprint("openapi", __name__)
+
+STUDY_ID = {"name": "study_id", "in": "path", "required": True, "schema": {"type": "integer"}}
+ASSIGNMENT_ID = {
+    "name": "assignment_id", "in": "path", "required": True, "schema": {"type": "integer"},
+}  # fmt: skip
+ERROR = {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}  # noqa: E501
+
+
+def _op(summary: str, *, params: list[dict[str, Any]] | None = None, body: str | None = None,
+        ok: str = "200", security: str | None = "apiKey") -> dict[str, Any]:  # fmt: skip
+    operation: dict[str, Any] = {
+        "summary": summary,
+        "parameters": params or [],
+        "responses": {ok: {"description": "ok"}, "4XX": ERROR},
+    }
+    if body:
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{body}"}}},
+        }
+    operation["security"] = [{security: []}] if security else []
+    return operation
+
+
+def spec() -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "crowd",
+            "version": __version__,
+            "description": "Experimenter API (Bearer API key) and worker API (signed worker "
+            "token in the X-Crowd-Worker header or the crowd_worker cookie).",
+        },
+        "paths": {
+            "/api/studies": {
+                "get": _op("List your studies"),
+                "post": _op("Create a study", body="NewStudy", ok="201"),
+            },
+            "/api/studies/{study_id}": {"get": _op("A study and its progress", params=[STUDY_ID])},
+            "/api/studies/{study_id}/items": {
+                "post": {
+                    **_op("Import items (JSON lines, or {items: [...]})", params=[STUDY_ID], ok="201"),
+                    "requestBody": {"required": True, "content": {
+                        "application/x-ndjson": {"schema": {"type": "string"}},
+                        "application/json": {"schema": {"$ref": "#/components/schemas/Items"}},
+                    }},
+                },
+            },  # fmt: skip
+            "/api/studies/{study_id}/publish": {
+                "post": _op("Publish to providers", params=[STUDY_ID], body="Publish")
+            },
+            "/api/studies/{study_id}/export": {
+                "get": _op(
+                    "Export responses",
+                    params=[
+                        STUDY_ID,
+                        {"name": "format", "in": "query",
+                         "schema": {"enum": ["jsonl", "csv", "roft"], "default": "jsonl"}},
+                        {"name": "set", "in": "query",
+                         "schema": {"enum": ["full", "filtered"], "default": "full"}},
+                    ],  # fmt: skip
+                )
+            },
+            "/api/studies/{study_id}/report": {
+                "get": _op("The latest report (JSON)", params=[STUDY_ID]),
+                "post": _op("Refresh the report", params=[STUDY_ID], ok="202"),
+            },
+            "/api/studies/{study_id}/report.html": {
+                "get": _op("The latest report (HTML)", params=[STUDY_ID])
+            },
+            "/api/work/join": {
+                "post": _op("Join as a worker (open-web players need no key)", body="Join",
+                            ok="201", security=None)  # fmt: skip
+            },
+            "/api/work/me": {"get": _op("Who am I", security="workerToken")},
+            "/api/work/studies/{study_id}/next": {
+                "post": _op("Your open assignment or a new one ({done: true} when none is left)",
+                            params=[STUDY_ID], body="Next", security="workerToken")  # fmt: skip
+            },
+            "/api/work/assignments/{assignment_id}": {
+                "get": _op("Assignment view", params=[ASSIGNMENT_ID], security="workerToken")
+            },
+            "/api/work/assignments/{assignment_id}/step": {
+                "post": _op("One step (boundary: {step, choice: human|machine})",
+                            params=[ASSIGNMENT_ID], body="Step", security="workerToken")  # fmt: skip
+            },
+            "/api/work/assignments/{assignment_id}/explanation": {
+                "post": _op("Explain a machine guess; the reveal follows",
+                            params=[ASSIGNMENT_ID], body="Explanation", security="workerToken")  # fmt: skip
+            },
+            "/api/work/assignments/{assignment_id}/return": {
+                "post": _op("Give an open assignment back", params=[ASSIGNMENT_ID],
+                            security="workerToken")  # fmt: skip
+            },
+            "/api/play/leaderboard": {"get": _op("Game leaderboard", security=None)},
+            "/api/play/profile": {"get": _op("Your game profile", security="workerToken")},
+        },
+        "components": {
+            "securitySchemes": {
+                "apiKey": {"type": "http", "scheme": "bearer"},
+                "workerToken": {"type": "apiKey", "in": "header", "name": "X-Crowd-Worker"},
+            },
+            "schemas": {
+                "Error": {"type": "object", "properties": {"error": {"type": "string"},
+                                                           "type": {"type": "string"}}},
+                "NewStudy": {"type": "object", "required": ["name", "hit_type"], "properties": {
+                    "name": {"type": "string"}, "hit_type": {"enum": ["boundary"]},
+                    "config": {"type": "object", "properties": {
+                        "annotations_per_item": {"type": "integer", "minimum": 1},
+                        "attention_rate": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
+                        "require_explanation": {"type": "boolean"}}}}},
+                "Items": {"type": "object", "properties": {"items": {"type": "array", "items": {
+                    "$ref": "#/components/schemas/BoundaryItem"}}}},
+                "BoundaryItem": {"type": "object", "required": ["id", "sentences"], "properties": {
+                    "id": {"type": "string"}, "kind": {"enum": ["real", "gold", "attention"]},
+                    "sentences": {"type": "array", "items": {"type": "string"}},
+                    "boundary": {"type": "integer", "minimum": 1}, "category": {"type": "string"},
+                    "generator": {"type": "string"}, "decoding": {"type": "object"},
+                    "prompt_source": {"type": "string"}}},
+                "Publish": {"type": "object", "properties": {"providers": {
+                    "type": "array", "items": {"enum": ["local", "sim"]}}}},
+                "Join": {"type": "object", "properties": {
+                    "provider": {"enum": ["local", "sim"]}, "name": {"type": "string"},
+                    "external_id": {"type": "string"}}},
+                "Next": {"type": "object", "properties": {"category": {"type": "string"}}},
+                "Step": {"type": "object", "required": ["step"], "properties": {
+                    "step": {"type": "integer"}, "choice": {"enum": ["human", "machine"]}}},
+                "Explanation": {"type": "object", "properties": {
+                    "explanation": {"type": "string"},
+                    "reasons": {"type": "array", "items": {"type": "string"}}}},
+            },  # fmt: skip
+        },
+    }
+
+
+@bp.get("/openapi.json")
+def openapi_json() -> dict[str, Any]:
+    return spec()

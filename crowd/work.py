@@ -1,0 +1,329 @@
+"""The worker's side: workers, assignment of items, steps, stored answers and the reveal.
+
+Assignment is safe under concurrent requests: on SQLite every write transaction takes the
+database's write lock up front (BEGIN IMMEDIATE, see storage.db); on PostgreSQL the worker
+row is locked for the worker's own requests and each candidate item is locked (SKIP LOCKED)
+and its holders recounted before an assignment is added.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from crowd.exceptions import (
+    InvalidAction,
+    NoWorkLeft,
+    NotFound,
+    PermissionDenied,
+    StudyNotOpen,
+    ValidationError,
+)
+from crowd.storage import (
+    HOLDING_STATES,
+    Assignment,
+    AssignmentState,
+    Item,
+    ItemKind,
+    OutboxEvent,
+    Response,
+    Study,
+    StudyStatus,
+    Worker,
+    WorkerStatus,
+    utcnow,
+)
+from tasks import HitType, get_hit_type
+
+CANDIDATES_PER_TRY = 25
+RESPONSE_STORED = "response.stored"
+
+
+def get_or_create_worker(
+    session: Session, provider: str, external_id: str, display_name: str | None = None
+) -> Worker:
+    if not external_id or len(external_id) > 200:
+        raise ValidationError("a worker id is 1 to 200 characters", "external_id")
+    worker = session.scalar(
+        select(Worker).where(Worker.provider == provider, Worker.external_id == external_id)
+    )
+    if worker is None:
+        worker = Worker(provider=provider, external_id=external_id, display_name=display_name)
+        session.add(worker)
+        session.flush()
+    return worker
+
+
+def _lock_worker(session: Session, worker_id: int) -> Worker:
+    worker = session.scalar(select(Worker).where(Worker.id == worker_id).with_for_update())
+    if worker is None:
+        raise NotFound("unknown worker: join again to get a new worker token")
+    if worker.status == WorkerStatus.BLOCKED:
+        raise PermissionDenied("this worker account is blocked from our studies")
+    return worker
+
+
+def _attention_phase(study_id: int, worker_id: int) -> float:
+    """A fixed per-worker offset in [0, 1): spreads the first attention check over a session."""
+    digest = hashlib.sha256(f"{study_id}:{worker_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def attention_due(rate: float, served: int, attention_served: int, phase: float) -> bool:
+    """True when the worker's next item should be an attention check.
+
+    Over any run of 1/rate items a worker gets one check, at a position set by `phase`,
+    so a worker who does a full session of ten items at rate 0.1 meets exactly one.
+    """
+    if rate <= 0:
+        return False
+    return attention_served < math.floor(rate * (served + 1) + phase)
+
+
+def next_assignment(
+    session: Session, study: Study, worker_id: int, category: str | None = None
+) -> Assignment:
+    """The worker's open assignment in this study, or a new one; raises NoWorkLeft."""
+    if study.status != StudyStatus.PUBLISHED:
+        raise StudyNotOpen(f"study {study.id} is {study.status}, not open for work")
+    worker = _lock_worker(session, worker_id)
+    if worker.provider not in study.providers:
+        raise StudyNotOpen(f"study {study.id} is not published to {worker.provider} workers")
+    open_assignment = session.scalar(
+        select(Assignment).where(
+            Assignment.worker_id == worker.id,
+            Assignment.study_id == study.id,
+            Assignment.state == AssignmentState.ASSIGNED,
+        )
+    )
+    if open_assignment is not None:
+        return open_assignment
+
+    seen = select(Assignment.item_id).where(Assignment.worker_id == worker.id)
+    served, attention_served = session.execute(
+        select(
+            func.count(Assignment.id),
+            func.count(Assignment.id).filter(Item.kind == ItemKind.ATTENTION),
+        )
+        .join(Item, Item.id == Assignment.item_id)
+        .where(Assignment.worker_id == worker.id, Assignment.study_id == study.id)
+    ).one()
+    rate = float(study.config.get("attention_rate", 0.0))
+    item: Item | None = None
+    if attention_due(rate, served, attention_served, _attention_phase(study.id, worker.id)):
+        item = session.scalar(
+            select(Item)
+            .where(
+                Item.study_id == study.id,
+                Item.kind == ItemKind.ATTENTION,
+                Item.id.not_in(seen),
+            )
+            .order_by(func.random())
+            .limit(1)
+        )
+    if item is None:
+        item = _claim_real_item(session, study, worker, seen, category)
+    if item is None:
+        raise NoWorkLeft("you have seen every item available in this study: thank you!")
+    hit = get_hit_type(study.hit_type)
+    first = hit.start(item.content, utcnow())
+    assignment = Assignment(
+        study_id=study.id,
+        item_id=item.id,
+        worker_id=worker.id,
+        provider=worker.provider,
+        progress=first.progress,
+        events=[first.event],
+    )
+    session.add(assignment)
+    session.flush()
+    return assignment
+
+
+def _holders(session: Session, item_id: int) -> int:
+    return session.scalar(
+        select(func.count(Assignment.id)).where(
+            Assignment.item_id == item_id, Assignment.state.in_(HOLDING_STATES)
+        )
+    ) or 0
+
+
+def _claim_real_item(
+    session: Session, study: Study, worker: Worker, seen: Any, category: str | None
+) -> Item | None:
+    """Lock and return an item under its target, preferring items already started."""
+    target = int(study.config.get("annotations_per_item", 1))
+    holders = (
+        select(func.count(Assignment.id))
+        .where(Assignment.item_id == Item.id, Assignment.state.in_(HOLDING_STATES))
+        .correlate(Item)
+        .scalar_subquery()
+    )
+    query = select(Item.id, holders).where(
+        Item.study_id == study.id,
+        Item.kind != ItemKind.ATTENTION,
+        Item.id.not_in(seen),
+        holders < target,
+    )
+    if category:
+        query = query.where(Item.category == category)
+    # Items that have some annotations come first (so items get finished), then the rest;
+    # random order within a level spreads concurrent workers over different rows.
+    query = query.order_by(holders.desc(), func.random()).limit(CANDIDATES_PER_TRY)
+    for item_id, _count in session.execute(query).all():
+        locked = session.scalar(
+            select(Item).where(Item.id == item_id).with_for_update(skip_locked=True)
+        )
+        # Recount in a fresh statement: another transaction may have committed an
+        # assignment for this item between our candidate query and the lock.
+        if locked is not None and _holders(session, item_id) < target:
+            return locked
+    return None
+
+
+def load_assignment(session: Session, assignment_id: int, worker_id: int) -> Assignment:
+    """The worker's own assignment, locked for update; others' look like missing ones."""
+    assignment = session.scalar(
+        select(Assignment).where(Assignment.id == assignment_id).with_for_update()
+    )
+    if assignment is None or assignment.worker_id != worker_id:
+        raise NotFound(f"no assignment {assignment_id} for this worker")
+    return assignment
+
+
+def stored_response(session: Session, assignment: Assignment) -> Response | None:
+    return session.scalar(select(Response).where(Response.assignment_id == assignment.id))
+
+
+def assignment_view(session: Session, assignment: Assignment) -> dict[str, Any]:
+    """What the worker's page may see: revealed content while open, feedback once allowed."""
+    study = assignment.item.study
+    hit = get_hit_type(study.hit_type)
+    view: dict[str, Any] = {
+        "assignment_id": assignment.id,
+        "study_id": assignment.study_id,
+        "state": str(assignment.state),
+    }
+    if assignment.state == AssignmentState.ASSIGNED:
+        view["task"] = hit.view(assignment.item.content, assignment.progress)
+        return view
+    response = stored_response(session, assignment)
+    if response is None:  # returned, abandoned or expired before an answer
+        return view
+    needs = _needs_followup(hit, study, response)
+    view["answered"] = True
+    view["needs_followup"] = needs
+    if needs:
+        view["task"] = hit.view(assignment.item.content, assignment.progress)
+    else:
+        view["feedback"] = hit.feedback(
+            assignment.item.content, assignment.item.expected, response.answer
+        )
+    return view
+
+
+def _needs_followup(hit: HitType, study: Study, response: Response) -> bool:
+    return response.explained_at is None and hit.needs_followup(response.answer, study.config)
+
+
+def act(
+    session: Session, assignment_id: int, worker_id: int, action: Mapping[str, Any]
+) -> Assignment:
+    """Apply one step of the worker's flow; a replayed or repeated step changes nothing."""
+    assignment = load_assignment(session, assignment_id, worker_id)
+    if assignment.state != AssignmentState.ASSIGNED:
+        if stored_response(session, assignment) is not None:
+            return assignment  # a repeated submission gets the stored result
+        raise InvalidAction(f"assignment {assignment.id} is {assignment.state}: ask for a new one")
+    step = action.get("step")
+    current = int(assignment.progress.get("revealed", 1)) - 1
+    if not isinstance(step, int) or isinstance(step, bool):
+        raise InvalidAction("'step' must be the index of the newest sentence you have seen")
+    if step < current:
+        return assignment  # a retried request: the step already happened
+    if step > current:
+        raise InvalidAction(f"step {step} is ahead of the server (at step {current}): reload")
+    study = assignment.item.study
+    hit = get_hit_type(study.hit_type)
+    now = utcnow()
+    result = hit.step(assignment.item.content, assignment.progress, action, now, study.config)
+    assignment.progress = result.progress
+    assignment.events = [*assignment.events, result.event]
+    if result.answer is not None:
+        _store_response(session, hit, assignment, result.answer)
+    return assignment
+
+
+def _store_response(
+    session: Session, hit: HitType, assignment: Assignment, answer: dict[str, Any]
+) -> Response:
+    item = assignment.item
+    flags: dict[str, Any] = {}
+    if item.kind == ItemKind.ATTENTION:
+        flags["attention_passed"] = hit.passed_attention(item.expected, answer)
+    response = Response(
+        assignment_id=assignment.id,
+        study_id=assignment.study_id,
+        item_id=item.id,
+        worker_id=assignment.worker_id,
+        answer=answer,
+        events=list(assignment.events),
+        score=hit.score(item.expected, answer),
+        qc_flags=flags,
+    )
+    assignment.transition(AssignmentState.SUBMITTED)
+    assignment.submitted_at = utcnow()
+    session.add(response)
+    try:
+        with session.begin_nested():
+            session.flush()
+    except IntegrityError:
+        # The unique (item, worker) constraint: this worker answered the item already.
+        raise InvalidAction("you have already answered this item") from None
+    session.add(
+        OutboxEvent(
+            topic=RESPONSE_STORED,
+            payload={"response_id": response.id, "study_id": response.study_id},
+        )
+    )
+    return response
+
+
+def explain(
+    session: Session, assignment_id: int, worker_id: int, action: Mapping[str, Any]
+) -> Assignment:
+    """Store the explanation of an answer; a repeated one keeps the first."""
+    assignment = load_assignment(session, assignment_id, worker_id)
+    response = stored_response(session, assignment)
+    if response is None:
+        raise InvalidAction("answer first: the explanation follows the guess")
+    study = assignment.item.study
+    hit = get_hit_type(study.hit_type)
+    if response.explained_at is not None or not hit.needs_followup(response.answer, study.config):
+        return assignment
+    text, reasons = hit.followup(response.answer, action, study.config)
+    now = utcnow()
+    response.explanation = text
+    response.reasons = reasons
+    response.explained_at = now
+    response.events = [*response.events, {"type": "explanation", "at": now.isoformat()}]
+    return assignment
+
+
+def release(session: Session, assignment_id: int, worker_id: int) -> Assignment:
+    """The worker gives an open assignment back; its item is free for others again."""
+    assignment = load_assignment(session, assignment_id, worker_id)
+    assignment.transition(AssignmentState.RETURNED)
+    return assignment
+
+
+def shuffle_seed(worker_id: int, item_id: int) -> random.Random:
+    """A reproducible random source per (worker, item), for types that shuffle content."""
+    return random.Random(f"{worker_id}:{item_id}")

@@ -1,0 +1,1 @@
+"""Quality control algorithms: pure code over plain data (no Flask, no database)."""

@@ -1,0 +1,258 @@
+"""The boundary HIT: the server reveals one sentence per step and scores the guess.
+
+The original RoFT put every sentence and the true boundary into the page's JavaScript and
+trusted points computed in the browser, so scores were gamed. Here the page only ever holds
+the sentences revealed so far; the boundary leaves the server after the guess is stored.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, TextIO, cast
+
+from crowd.exceptions import InvalidAction, InvalidConfig, InvalidItem
+from tasks.base import HitType, ItemSpec, StepResult
+from tasks.boundary import analysis, report, roft
+from tasks.boundary.reasons import REASON_TAGS
+
+MAX_SENTENCES = 50
+MAX_SENTENCE_CHARS = 2000
+MAX_EXPLANATION_CHARS = 2000
+ITEM_KEYS = {
+    "id", "kind", "sentences", "boundary", "category", "generator", "decoding",
+    "prompt_source", "prompt_index", "meta",
+}  # fmt: skip
+
+
+def points(guess: int, boundary: int) -> int:
+    """RoFT points: 5 for the exact boundary, 1 fewer per sentence late, 0 when early."""
+    return analysis.points(guess, boundary)
+
+
+def _require(condition: bool, message: str, where: str) -> None:
+    if not condition:
+        raise InvalidItem(message, where)
+
+
+class BoundaryHit(HitType):
+    name: ClassVar[str] = "boundary"
+    title: ClassVar[str] = "Real or Fake Text"
+    template: ClassVar[str] = "boundary/task.html"
+    export_formats: ClassVar[tuple[str, ...]] = ("jsonl", "csv", "roft")
+    default_annotations_per_item: ClassVar[int] = 4
+
+    def validate_extra_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        require = config.pop("require_explanation", True)
+        if not isinstance(require, bool):
+            raise InvalidConfig("must be true or false", "require_explanation")
+        if config:
+            raise InvalidConfig(
+                f"unknown config keys {sorted(config)}: boundary studies take "
+                "annotations_per_item, attention_rate and require_explanation"
+            )
+        return {"require_explanation": require}
+
+    def validate_item(self, raw: Mapping[str, Any], where: str = "item") -> ItemSpec:
+        _require(isinstance(raw, Mapping), "must be a JSON object", where)
+        unknown = set(raw) - ITEM_KEYS
+        _require(not unknown, f"unknown keys {sorted(unknown)} (allowed: {sorted(ITEM_KEYS)})", where)
+        external_id = raw.get("id")
+        _require(
+            isinstance(external_id, str | int) and str(external_id).strip() != "",
+            "needs an 'id' (string)",
+            where,
+        )
+        where = f"{where} {external_id}"
+        kind = raw.get("kind", "real")
+        _require(kind in ("real", "gold", "attention"), "kind must be real, gold or attention", where)
+        sentences = raw.get("sentences")
+        _require(
+            isinstance(sentences, list) and 2 <= len(sentences) <= MAX_SENTENCES,
+            f"'sentences' must be a list of 2 to {MAX_SENTENCES} strings",
+            where,
+        )
+        sentences = cast(list[Any], sentences)
+        for index, sentence in enumerate(sentences):
+            _require(
+                isinstance(sentence, str) and 0 < len(sentence.strip()) <= MAX_SENTENCE_CHARS,
+                f"sentence {index} must be a non-empty string of at most "
+                f"{MAX_SENTENCE_CHARS} characters",
+                where,
+            )
+        n = len(sentences)
+        boundary = raw.get("boundary", n if kind == "attention" else None)
+        _require(
+            isinstance(boundary, int) and not isinstance(boundary, bool) and 1 <= boundary <= n,
+            f"'boundary' must be the index of the first machine-written sentence, 1 to {n} "
+            f"({n} = all human; sentence 0 is always human)",
+            where,
+        )
+        if kind == "attention":
+            _require(boundary == n, "an attention check expects 'all human': boundary = len", where)
+        category = raw.get("category")
+        _require(category is None or isinstance(category, str), "'category' must be text", where)
+        decoding = raw.get("decoding")
+        if decoding is not None:
+            _require(
+                isinstance(decoding, Mapping)
+                and isinstance(decoding.get("value"), int | float)
+                and not isinstance(decoding.get("value"), bool),
+                "'decoding' must be {\"strategy\": ..., \"value\": number} or null",
+                where,
+            )
+        meta = dict(raw.get("meta") or {})
+        for key in ("generator", "decoding", "prompt_source", "prompt_index"):
+            if raw.get(key) is not None:
+                meta[key] = raw[key]
+        return ItemSpec(
+            external_id=str(external_id),
+            content={"sentences": [s.strip() for s in sentences]},
+            expected={"boundary": boundary},
+            meta=meta,
+            kind=kind,
+            category=category,
+        )
+
+    # -- the worker's flow -------------------------------------------------------------------
+    def start(self, content: Mapping[str, Any], now: datetime) -> StepResult:
+        return StepResult(
+            progress={"revealed": 1},
+            event={"type": "reveal", "index": 0, "at": now.isoformat()},
+        )
+
+    def view(self, content: Mapping[str, Any], progress: Mapping[str, Any]) -> dict[str, Any]:
+        sentences = content["sentences"]
+        revealed = int(progress["revealed"])
+        return {
+            "n_sentences": len(sentences),
+            "step": revealed - 1,
+            "sentences": sentences[:revealed],
+            "reason_tags": list(REASON_TAGS),
+        }
+
+    def step(
+        self,
+        content: Mapping[str, Any],
+        progress: Mapping[str, Any],
+        action: Mapping[str, Any],
+        now: datetime,
+        config: Mapping[str, Any],
+    ) -> StepResult:
+        n = len(content["sentences"])
+        current = int(progress["revealed"]) - 1
+        choice = action.get("choice")
+        if choice not in ("human", "machine"):
+            raise InvalidAction("'choice' must be 'human' or 'machine'")
+        if choice == "machine":
+            if current == 0:
+                raise InvalidAction("sentence 0 is always human-written: reveal the next one")
+            return StepResult(
+                progress=dict(progress),
+                event={"type": "guess", "index": current, "at": now.isoformat()},
+                answer={"guess": current, "all_human": False},
+            )
+        if current == n - 1:  # went through the last sentence as human: "all human"
+            return StepResult(
+                progress=dict(progress),
+                event={"type": "guess", "index": n, "at": now.isoformat()},
+                answer={"guess": n, "all_human": True},
+            )
+        return StepResult(
+            progress={**progress, "revealed": current + 2},
+            event={"type": "reveal", "index": current + 1, "at": now.isoformat()},
+        )
+
+    def score(self, expected: Mapping[str, Any], answer: Mapping[str, Any]) -> float:
+        return float(points(int(answer["guess"]), int(expected["boundary"])))
+
+    def passed_attention(self, expected: Mapping[str, Any], answer: Mapping[str, Any]) -> bool:
+        return int(answer["guess"]) == int(expected["boundary"])
+
+    def needs_followup(self, answer: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+        # Only a machine guess is explained; "all human" has nothing to point at.
+        return bool(config.get("require_explanation", True)) and answer.get("all_human") is False
+
+    def followup(
+        self, answer: Mapping[str, Any], action: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> tuple[str | None, list[str]]:
+        text = action.get("explanation", "")
+        reasons = action.get("reasons", [])
+        if not isinstance(text, str) or len(text) > MAX_EXPLANATION_CHARS:
+            raise InvalidAction(f"'explanation' must be text of at most {MAX_EXPLANATION_CHARS}")
+        if not isinstance(reasons, list) or any(r not in REASON_TAGS for r in reasons):
+            raise InvalidAction(f"'reasons' must be a list of tags from {list(REASON_TAGS)}")
+        text = text.strip()
+        if not text and not reasons:
+            raise InvalidAction("say why you think so: write a few words or pick a reason")
+        return (text or None), sorted(set(reasons), key=REASON_TAGS.index)
+
+    def feedback(
+        self, content: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        guess, boundary = int(answer["guess"]), int(expected["boundary"])
+        return {
+            "guess": guess,
+            "boundary": boundary,
+            "points": points(guess, boundary),
+            "distance": guess - boundary,
+            "sentences": list(content["sentences"]),
+        }
+
+    # -- analysis and export -----------------------------------------------------------------
+    def analysis_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        meta = row.get("meta") or {}
+        decoding = meta.get("decoding") or {}
+        sentences = row["content"]["sentences"]
+        guess, boundary = int(row["answer"]["guess"]), int(row["expected"]["boundary"])
+        flags = row.get("qc_flags") or {}
+        return {
+            "response_id": row["response_id"],
+            "worker": row["worker"],
+            "item": row["item"],
+            "kind": row["kind"],
+            "guess": guess,
+            "boundary": boundary,
+            "n_sentences": len(sentences),
+            "points": points(guess, boundary),
+            "category": row.get("category"),
+            "generator": meta.get("generator"),
+            "decoding_value": decoding.get("value"),
+            "explanation": row.get("explanation"),
+            "reasons": list(row.get("reasons") or []),
+            "position": row["position"],
+            "attention_passed": flags.get("attention_passed"),
+            "sentences": sentences,
+            "created_at": row["created_at"],
+            "prompt_index": meta.get("prompt_index"),
+            "source": row.get("source", "live"),
+        }
+
+    def analyze(self, rows: list[dict[str, Any]], excluded_workers: set[str]) -> dict[str, Any]:
+        return analysis.analyze(rows, excluded_workers)
+
+    def render_report(self, data: dict[str, Any], out_dir: Path, title: str) -> str:
+        return report.render_report(data, out_dir, title)
+
+    def export(self, rows: list[dict[str, Any]], fmt: str, handle: TextIO) -> int:
+        if fmt == "jsonl":
+            for row in rows:
+                handle.write(json.dumps(row, sort_keys=True) + "\n")
+        elif fmt == "csv":
+            columns = [
+                "response_id", "worker", "item", "kind", "guess", "boundary", "n_sentences",
+                "points", "category", "generator", "decoding_value", "explanation", "reasons",
+                "position", "attention_passed", "created_at", "source",
+            ]  # fmt: skip
+            writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+            writer.writeheader()
+            for row in rows:
+                writer.writerow({**row, "reasons": ";".join(row["reasons"])})
+        elif fmt == "roft":
+            roft.write_roft_csv(rows, handle)
+        else:
+            raise InvalidConfig(f"unknown export format {fmt!r}: use one of {self.export_formats}")
+        return len(rows)

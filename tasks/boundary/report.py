@@ -1,0 +1,322 @@
+"""Render a boundary-detection analysis as PNG plots and one self-contained HTML page."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import pathlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+# Figure is used directly (never pyplot) so rendering touches no global state and needs no display;
+# savefig then picks the Agg canvas for PNG on its own.
+from matplotlib.figure import Figure
+
+from tasks.boundary.reasons import REASON_LABELS
+
+PLOT_FILES: dict[str, str] = {
+    "distance": "distance_histogram.png",
+    "position": "points_by_position.png",
+    "decoding": "points_by_decoding.png",
+}
+SETS: tuple[tuple[str, str, str], ...] = (
+    ("full", "Full set", "#9aa5b1"),
+    ("filtered", "Filtered set", "#1f6feb"),
+)
+NO_DATA = "no data"
+
+Section = Mapping[str, Any]
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{100 * float(value):.1f}%"
+
+
+def _dec(value: Any) -> str:
+    return "n/a" if value is None else f"{float(value):.2f}"
+
+
+def _int(value: Any) -> str:
+    return "n/a" if value is None else str(int(value))
+
+
+def _get(section: Section, *path: str) -> Any:
+    current: Any = section
+    for key in path:
+        if not isinstance(current, Mapping):
+            return None
+        current = current.get(key)
+    return current
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _save(fig: Figure, path: pathlib.Path) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    png = buffer.getvalue()
+    path.write_bytes(png)
+    return png
+
+
+def _no_data(fig: Figure, title: str) -> None:
+    ax = fig.add_subplot()
+    ax.set_title(title)
+    ax.text(0.5, 0.5, NO_DATA, ha="center", va="center", transform=ax.transAxes, fontsize=14)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _plot_distance(full: Section, filtered: Section) -> Figure:
+    fig = Figure(figsize=(7, 4), layout="tight")
+    title = "Guess minus true boundary"
+    histograms = {
+        key: _get(part, "distance_histogram") or {}
+        for key, part in (("full", full), ("filtered", filtered))
+    }
+    keys = [int(k) for hist in histograms.values() for k in hist]
+    if not keys:
+        _no_data(fig, title)
+        return fig
+    xs = list(range(min(keys), max(keys) + 1))
+    ax = fig.add_subplot()
+    width = 0.4
+    for offset, (key, label, color) in zip((-width / 2, width / 2), SETS, strict=True):
+        hist = histograms[key]
+        total = sum(hist.values())
+        # Shares rather than counts: the filtered set is smaller, and the shapes are what matter.
+        shares = [100 * hist.get(str(x), 0) / total if total else 0.0 for x in xs]
+        ax.bar(
+            [x + offset for x in xs], shares, width=width, color=color, label=f"{label} (n={total})"
+        )
+    ax.axvline(0, color="black", linewidth=0.8, linestyle=":")
+    ax.set_xticks(xs)
+    ax.set_xlabel("distance (sentences; negative = too early, 0 = exact)")
+    ax.set_ylabel("% of annotations")
+    ax.set_title(title)
+    ax.legend()
+    return fig
+
+
+def _plot_means(
+    full: Section, filtered: Section, key: str, x_key: str, title: str, x_label: str, offset: float
+) -> Figure:
+    fig = Figure(figsize=(7, 4), layout="tight")
+    series = {
+        name: [p for p in (_get(part, key) or []) if p.get("mean") is not None]
+        for name, part in (("full", full), ("filtered", filtered))
+    }
+    if not any(series.values()):
+        _no_data(fig, title)
+        return fig
+    ax = fig.add_subplot()
+    # Offsetting the two sets sideways keeps overlapping error bars readable.
+    for shift, (name, label, color) in zip((-offset, offset), SETS, strict=True):
+        points = series[name]
+        if not points:
+            continue
+        ax.errorbar(
+            [float(p[x_key]) + shift for p in points],
+            [p["mean"] for p in points],
+            yerr=[p["sem"] or 0.0 for p in points],
+            fmt="o-",
+            capsize=3,
+            color=color,
+            label=label,
+        )
+    # Ticks only where there is data: integer positions, or the decoding values themselves.
+    ticks = sorted({float(p[x_key]) for points in series.values() for p in points})
+    ax.set_xticks(ticks, labels=[f"{tick:g}" for tick in ticks])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(x_label)
+    ax.set_ylabel("mean points (± SEM)")
+    ax.set_title(title)
+    ax.legend()
+    return fig
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    head = "".join(f"<th>{_esc(cell)}</th>" for cell in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_esc(cell)}</td>" for cell in row) + "</tr>" for row in rows
+    )
+    if not rows:
+        body = f'<tr><td colspan="{len(header)}">{NO_DATA}</td></tr>'
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+HEADLINE: tuple[tuple[str, tuple[str, ...], Callable[[Any], str]], ...] = (
+    ("Annotations", ("n_annotations",), _int),
+    ("Workers", ("n_workers",), _int),
+    ("Items", ("n_items",), _int),
+    ("Exact accuracy", ("exact_accuracy",), _pct),
+    ("Mean distance (guess - boundary)", ("mean_distance",), _dec),
+    ("Mean points", ("mean_points",), _dec),
+    ("Mean points, top 5% of workers", ("skill_range", "top_5pct_mean"), _dec),
+    ("Mean points, bottom 5% of workers", ("skill_range", "bottom_5pct_mean"), _dec),
+    ("Workers in each 5% group", ("skill_range", "n_workers_each"), _int),
+    ("Items with 2+ annotations", ("agreement", "n_items"), _int),
+    ("Annotation pairs", ("agreement", "n_pairs"), _int),
+    ("Pairs on the same sentence", ("agreement", "same_sentence"), _pct),
+    ("Pairs within one sentence", ("agreement", "within_one"), _pct),
+    ("Explanations", ("explanations", "n_explanations"), _int),
+    ("Unique explanations", ("explanations", "n_unique"), _int),
+    ("Copied explanations", ("explanations", "n_copies"), _int),
+)
+
+
+def _group_table(full: Section, filtered: Section, key: str, label: str) -> str:
+    full_groups = _get(full, key) or {}
+    filtered_groups = _get(filtered, key) or {}
+    rows = []
+    for name in sorted(set(full_groups) | set(filtered_groups)):
+        a, b = full_groups.get(name, {}), filtered_groups.get(name, {})
+        rows.append(
+            [
+                name,
+                _int(a.get("n_annotations", 0)),
+                _int(b.get("n_annotations", 0)),
+                _pct(a.get("exact_accuracy")),
+                _pct(b.get("exact_accuracy")),
+                _dec(a.get("mean_distance")),
+                _dec(b.get("mean_distance")),
+                _dec(a.get("mean_points")),
+                _dec(b.get("mean_points")),
+                _pct(_get(a, "agreement", "same_sentence")),
+                _pct(_get(b, "agreement", "same_sentence")),
+            ]
+        )
+    header = [
+        label,
+        "n (full)",
+        "n (filtered)",
+        "exact (full)",
+        "exact (filtered)",
+        "mean distance (full)",
+        "mean distance (filtered)",
+        "mean points (full)",
+        "mean points (filtered)",
+        "same sentence (full)",
+        "same sentence (filtered)",
+    ]
+    return _table(header, rows)
+
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem; max-width: 70rem; color: #1b1f24; }
+table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
+th, td { border: 1px solid #d0d7de; padding: 0.25rem 0.6rem; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+thead th { background: #f6f8fa; }
+figure { margin: 1rem 0; }
+img { max-width: 100%; }
+"""
+
+
+def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> str:
+    """Write the three PNG plots into out_dir and return the HTML report with them embedded."""
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    full: Section = data.get("full") or {}
+    filtered: Section = data.get("filtered") or {}
+    attention: Section = data.get("attention") or {}
+    excluded: Section = data.get("excluded") or {}
+
+    figures = {
+        "distance": _plot_distance(full, filtered),
+        "position": _plot_means(
+            full,
+            filtered,
+            "points_by_position",
+            "position",
+            "Mean points by position in the session",
+            "position in session (0 = first HIT)",
+            0.08,
+        ),
+        "decoding": _plot_means(
+            full,
+            filtered,
+            "points_by_decoding",
+            "value",
+            "Mean points by decoding p (top-p)",
+            "decoding p",
+            0.005,
+        ),
+    }
+    images = []
+    for key, fig in figures.items():
+        png = _save(fig, out_dir / PLOT_FILES[key])
+        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        images.append(
+            f'<figure><img src="{uri}" alt="{_esc(PLOT_FILES[key])}">'
+            f"<figcaption>{_esc(PLOT_FILES[key])}</figcaption></figure>"
+        )
+
+    failed_workers = attention.get("failed_workers") or []
+    caught = ", ".join(str(w) for w in failed_workers) or "none"
+    attention_html = (
+        f"<p>{_esc(_int(attention.get('n_checks', 0)))} attention checks answered, "
+        f"{_esc(_int(attention.get('n_failed_checks', 0)))} failed. "
+        f"{_esc(_int(attention.get('workers_failed', 0)))} of "
+        f"{_esc(_int(attention.get('workers_checked', 0)))} checked workers failed at least one "
+        f"(failure rate {_esc(_pct(attention.get('worker_failure_rate')))}).</p>"
+        f"<p>Workers caught: {_esc(caught)}</p>"
+        f"<p>The filtered set leaves out {_esc(_int(excluded.get('n_workers', 0)))} workers "
+        f"and {_esc(_int(excluded.get('n_responses', 0)))} responses.</p>"
+    )
+    headline = _table(
+        ["Metric", "Full set", "Filtered set"],
+        [
+            [label, fmt(_get(full, *path)), fmt(_get(filtered, *path))]
+            for label, path, fmt in HEADLINE
+        ],
+    )
+
+    def sentence(part: Section, name: str) -> str:
+        agreement = _get(part, "agreement") or {}
+        explanations = _get(part, "explanations") or {}
+        return (
+            f"<li>{_esc(name)}: {_esc(_int(agreement.get('n_pairs', 0)))} pairs over "
+            f"{_esc(_int(agreement.get('n_items', 0)))} items; "
+            f"{_esc(_pct(agreement.get('same_sentence')))} chose the same sentence, "
+            f"{_esc(_pct(agreement.get('within_one')))} were within one sentence. "
+            f"{_esc(_int(explanations.get('n_explanations', 0)))} explanations, "
+            f"{_esc(_int(explanations.get('n_unique', 0)))} unique, "
+            f"{_esc(_int(explanations.get('n_copies', 0)))} copies.</li>"
+        )
+
+    full_reasons = _get(full, "reasons") or {}
+    filtered_reasons = _get(filtered, "reasons") or {}
+    reason_rows = [
+        [
+            REASON_LABELS.get(tag, tag),
+            _int(full_reasons.get(tag, 0)),
+            _int(filtered_reasons.get(tag, 0)),
+        ]
+        for tag in dict.fromkeys([*full_reasons, *filtered_reasons])
+    ]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_esc(title)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{_esc(title)}</h1>",
+        "<h2>Attention checks</h2>",
+        attention_html,
+        "<h2>Full vs filtered set</h2>",
+        headline,
+        "<h2>Plots</h2>",
+        *images,
+        "<h2>Agreement and explanations</h2>",
+        "<ul>" + sentence(full, "Full set") + sentence(filtered, "Filtered set") + "</ul>",
+        "<h2>Reasons given</h2>",
+        _table(["Reason", "Full set", "Filtered set"], reason_rows),
+        "<h2>By category</h2>",
+        _group_table(full, filtered, "by_category", "Category"),
+        "<h2>By generator</h2>",
+        _group_table(full, filtered, "by_generator", "Generator"),
+        "</body></html>",
+    ]
+    return "\n".join(parts)

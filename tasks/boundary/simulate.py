@@ -1,0 +1,70 @@
+"""How simulated workers play the boundary HIT, given the truth an oracle knows.
+
+Each kind is a per-sentence chance of calling the newest sentence machine-written: a
+false-alarm rate on human sentences and a detection rate on machine ones. Workers who do not
+read treat attention checks like any passage and so usually fail them.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BoundaryBehaviour:
+    false_alarm: float
+    detect: float
+    reads: bool
+    varied_explanations: bool
+
+
+BEHAVIOURS: dict[str, BoundaryBehaviour] = {
+    "careful": BoundaryBehaviour(false_alarm=0.04, detect=0.4, reads=True, varied_explanations=True),
+    "noisy": BoundaryBehaviour(false_alarm=0.2, detect=0.3, reads=True, varied_explanations=True),
+    "fast_careless": BoundaryBehaviour(
+        false_alarm=0.3, detect=0.3, reads=False, varied_explanations=False
+    ),
+    "always_human": BoundaryBehaviour(false_alarm=0.0, detect=0.0, reads=True, varied_explanations=False),
+    "attention_failer": BoundaryBehaviour(
+        false_alarm=0.3, detect=0.35, reads=False, varied_explanations=True
+    ),
+}
+
+_OPENINGS = ("It", "This sentence", "The text here", "Sentence {i}", "This line")
+_FLAWS = (
+    "repeats what was already said",
+    "does not follow from the sentence before",
+    "contradicts an earlier sentence",
+    "gets a basic fact wrong",
+    "sounds generic and empty",
+    "has odd grammar",
+    "changes the topic for no reason",
+    "mixes up who is doing what",
+)
+_FLAW_TAGS = (
+    "repetition", "irrelevant", "contradicts_sentence", "contradicts_knowledge",
+    "generic", "grammar", "irrelevant", "coreference",
+)  # fmt: skip
+
+
+def choose(
+    behaviour: BoundaryBehaviour, rng: random.Random, step: int, boundary: int, attention: bool
+) -> str:
+    """'human' or 'machine' for the newest sentence (index `step`)."""
+    if step == 0:
+        return "human"
+    if attention and behaviour.reads:
+        return "human"
+    chance = behaviour.detect if step >= boundary and not attention else behaviour.false_alarm
+    return "machine" if rng.random() < chance else "human"
+
+
+def explain(behaviour: BoundaryBehaviour, rng: random.Random, step: int) -> tuple[str, list[str]]:
+    """An explanation and reason tags; careless workers paste the same line every time."""
+    if not behaviour.varied_explanations:
+        return "seems off", ["other"]
+    flaw = rng.randrange(len(_FLAWS))
+    opening = rng.choice(_OPENINGS).format(i=step)
+    tag = _FLAW_TAGS[flaw]
+    return f"{opening} {_FLAWS[flaw]}.", [tag]

@@ -1,0 +1,173 @@
+"""Fixtures: settings, a fresh database per test (SQLite, or PostgreSQL when
+CROWD_TEST_DATABASE_URL is set), an empty Redis database (the machine's when
+CROWD_TEST_REDIS_URL is set, else an embedded one), the app, clients and study factories."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from click.testing import CliRunner
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import text
+
+from crowd.accounts import authenticate, create_api_key
+from crowd.app import create_app
+from crowd.demo import BackgroundServer, sample_records
+from crowd.queue.embedded import EmbeddedRedis
+from crowd.settings import Settings
+from crowd.storage import Database, Study
+from crowd.studies import create_study, import_items, publish
+
+SECRET = "test-secret-key-that-is-long-enough-to-sign-tokens"
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = os.environ.get("CROWD_TEST_REDIS_URL")
+    if url:
+        yield url
+        return
+    embedded = EmbeddedRedis(tmp_path_factory.mktemp("redis"))
+    with embedded:
+        yield embedded.url
+
+
+@pytest.fixture
+def redis_url(redis_server: str) -> Iterator[str]:
+    connection = redis.Redis.from_url(redis_server)
+    connection.flushdb()
+    yield redis_server
+    connection.flushdb()
+    connection.close()
+
+
+def _reset_postgres(url: str) -> None:
+    db = Database(url)
+    with db.engine.begin() as connection:
+        connection.execute(text("DROP SCHEMA public CASCADE"))
+        connection.execute(text("CREATE SCHEMA public"))
+    db.dispose()
+
+
+@pytest.fixture
+def database_url(tmp_path: Path) -> str:
+    url = os.environ.get("CROWD_TEST_DATABASE_URL")
+    if url:
+        _reset_postgres(url)
+        return url
+    return f"sqlite:///{tmp_path / 'crowd.db'}"
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str, redis_url: str) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data",
+        database_url=database_url,
+        secret_key=SECRET,
+        redis_url=redis_url,
+        testing=True,
+    )
+
+
+@pytest.fixture
+def db(settings: Settings) -> Iterator[Database]:
+    database = Database(settings.database_url)
+    database.upgrade()
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def app(settings: Settings, db: Database) -> Iterator[Flask]:
+    application = create_app(settings)
+    yield application
+    application.extensions["crowd"].db.dispose()
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(settings: Settings, db: Database, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv("CROWD_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("CROWD_DATABASE_URL", settings.database_url)
+    monkeypatch.setenv("CROWD_SECRET_KEY", SECRET)
+    monkeypatch.setenv("CROWD_REDIS_URL", settings.redis_url or "")
+    return CliRunner()
+
+
+@pytest.fixture
+def api_key(db: Database) -> str:
+    with db.session() as session:
+        return create_api_key(session, "tester")
+
+
+@pytest.fixture
+def auth(api_key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"}
+
+
+def passage(item_id: str, boundary: int, n: int = 5, kind: str = "real", **extra: Any) -> dict[str, Any]:
+    """A small passage whose sentences say their own index (handy for leak checks)."""
+    return {
+        "id": item_id,
+        "kind": kind,
+        "sentences": [f"{item_id} sentence number {i} of the passage." for i in range(n)],
+        "boundary": boundary,
+        **extra,
+    }
+
+
+@pytest.fixture
+def make_study(db: Database, api_key: str) -> Callable[..., int]:
+    """Create, fill and publish a boundary study; returns its id."""
+
+    def factory(
+        items: list[dict[str, Any]] | None = None,
+        config: dict[str, Any] | None = None,
+        providers: tuple[str, ...] = ("local", "sim"),
+    ) -> int:
+        records = items if items is not None else [passage(f"p{i}", 1 + i % 5) for i in range(6)]
+        with db.session() as session:
+            experimenter = authenticate(session, api_key)
+            study: Study = create_study(
+                session, experimenter, "test study", "boundary",
+                config if config is not None else {"annotations_per_item": 2, "attention_rate": 0.0},
+            )  # fmt: skip
+            import_items(session, study, json.loads(json.dumps(records)))
+            publish(session, study, providers)
+            return study.id
+
+    return factory
+
+
+@pytest.fixture
+def sample_items() -> list[dict[str, Any]]:
+    return sample_records()
+
+
+@pytest.fixture
+def live_server(settings: Settings, db: Database) -> Iterator[BackgroundServer]:
+    with BackgroundServer(settings) as server:
+        yield server
+
+
+def join(client: FlaskClient, auth: dict[str, str] | None = None, name: str | None = None,
+         external_id: str = "w1") -> dict[str, str]:  # fmt: skip
+    """Join as a worker; returns the header that carries the worker token."""
+    if auth is not None:
+        body = {"provider": "sim", "external_id": external_id}
+        response = client.post("/api/work/join", json=body, headers=auth)
+    else:
+        response = client.post("/api/work/join", json={"provider": "local", "name": name})
+    assert response.status_code == 201, response.get_json()
+    return {"X-Crowd-Worker": response.get_json()["worker_token"]}
