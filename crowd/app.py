@@ -68,4 +68,4 @@ def create_app(settings: Settings | None = None) -> Flask:
 def platform() -> Platform:
     """The platform of the current app."""
     value: Any = current_app.extensions["crowd"]
-    return value  # type: ignore[no-any-return]
+    return value

@@ -78,7 +78,9 @@ class BackgroundServer:
         self.thread.join()
 
 
-def run_demo(workers: int = 40, seed: int = 7, echo: Callable[[str], Any] = print) -> dict[str, Any]:
+def run_demo(
+    workers: int = 40, seed: int = 7, echo: Callable[[str], Any] = print
+) -> dict[str, Any]:
     base = Settings.from_env()
     data_dir = base.data_dir / "demo"
     shutil.rmtree(data_dir, ignore_errors=True)

@@ -49,7 +49,12 @@ def open_studies(session: Session, provider: str = "local") -> list[dict[str, An
             .order_by(Item.category)
         ).all()
         result.append(
-            {"id": study.id, "name": study.name, "hit_type": study.hit_type, "categories": categories}
+            {
+                "id": study.id,
+                "name": study.name,
+                "hit_type": study.hit_type,
+                "categories": categories,
+            }
         )
     return result
 

@@ -28,7 +28,9 @@ def refresh_worker(session: Session, worker_id: int, study_id: int) -> dict[str,
         .where(Response.worker_id == worker_id, Response.study_id == study_id)
     ).all()
     real = [score for kind, score, _ in rows if kind != ItemKind.ATTENTION and score is not None]
-    checks = [flags.get("attention_passed") for kind, _, flags in rows if kind == ItemKind.ATTENTION]
+    checks = [
+        flags.get("attention_passed") for kind, _, flags in rows if kind == ItemKind.ATTENTION
+    ]
     failed = sum(1 for passed in checks if passed is False)
     numbers = {
         "responses": len(rows),

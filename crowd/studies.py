@@ -118,7 +118,9 @@ def publish(session: Session, study: Study, providers: Iterable[str]) -> Study:
     for name in names:
         PROVIDERS.get(name)  # raises with the list of known providers
     n_items = session.scalar(
-        select(func.count(Item.id)).where(Item.study_id == study.id, Item.kind != ItemKind.ATTENTION)
+        select(func.count(Item.id)).where(
+            Item.study_id == study.id, Item.kind != ItemKind.ATTENTION
+        )
     )
     if not n_items:
         raise StudyNotOpen(f"study {study.id} has no items yet: import some first")

@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 
 from crowd.exceptions import (
     InvalidAction,
-    NoWorkLeft,
     NotFound,
+    NoWorkLeft,
     PermissionDenied,
     StudyNotOpen,
     ValidationError,
@@ -148,11 +148,14 @@ def next_assignment(
 
 
 def _holders(session: Session, item_id: int) -> int:
-    return session.scalar(
-        select(func.count(Assignment.id)).where(
-            Assignment.item_id == item_id, Assignment.state.in_(HOLDING_STATES)
+    return (
+        session.scalar(
+            select(func.count(Assignment.id)).where(
+                Assignment.item_id == item_id, Assignment.state.in_(HOLDING_STATES)
+            )
         )
-    ) or 0
+        or 0
+    )
 
 
 def _claim_real_item(

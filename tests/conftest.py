@@ -116,7 +116,9 @@ def auth(api_key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"}
 
 
-def passage(item_id: str, boundary: int, n: int = 5, kind: str = "real", **extra: Any) -> dict[str, Any]:
+def passage(
+    item_id: str, boundary: int, n: int = 5, kind: str = "real", **extra: Any
+) -> dict[str, Any]:
     """A small passage whose sentences say their own index (handy for leak checks)."""
     return {
         "id": item_id,
@@ -140,9 +142,14 @@ def make_study(db: Database, api_key: str) -> Callable[..., int]:
         with db.session() as session:
             experimenter = authenticate(session, api_key)
             study: Study = create_study(
-                session, experimenter, "test study", "boundary",
-                config if config is not None else {"annotations_per_item": 2, "attention_rate": 0.0},
-            )  # fmt: skip
+                session,
+                experimenter,
+                "test study",
+                "boundary",
+                config
+                if config is not None
+                else {"annotations_per_item": 2, "attention_rate": 0.0},
+            )
             import_items(session, study, json.loads(json.dumps(records)))
             publish(session, study, providers)
             return study.id
@@ -161,8 +168,12 @@ def live_server(settings: Settings, db: Database) -> Iterator[BackgroundServer]:
         yield server
 
 
-def join(client: FlaskClient, auth: dict[str, str] | None = None, name: str | None = None,
-         external_id: str = "w1") -> dict[str, str]:  # fmt: skip
+def join(
+    client: FlaskClient,
+    auth: dict[str, str] | None = None,
+    name: str | None = None,
+    external_id: str = "w1",
+) -> dict[str, str]:
     """Join as a worker; returns the header that carries the worker token."""
     if auth is not None:
         body = {"provider": "sim", "external_id": external_id}

@@ -117,7 +117,9 @@ class SimulatedCrowd:
         return response.json()
 
     def join(self, worker: SimWorker) -> None:
-        data = self._post("/api/work/join", {"provider": "sim", "external_id": worker.external_id}, None)
+        data = self._post(
+            "/api/work/join", {"provider": "sim", "external_id": worker.external_id}, None
+        )
         worker.token = data["worker_token"]
 
     def play_one(self, worker: SimWorker) -> bool:
@@ -141,7 +143,9 @@ class SimulatedCrowd:
             view = self._post(f"{path}/step", {"step": step, "choice": choice}, worker)
         if view.get("needs_followup"):
             text, reasons = boundary_sim.explain(behaviour, worker.rng, view["task"]["step"])
-            view = self._post(f"{path}/explanation", {"explanation": text, "reasons": reasons}, worker)
+            view = self._post(
+                f"{path}/explanation", {"explanation": text, "reasons": reasons}, worker
+            )
         if "feedback" not in view:
             raise RuntimeError(f"assignment {view.get('assignment_id')} ended without feedback")
         return True

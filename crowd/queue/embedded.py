@@ -83,7 +83,7 @@ class EmbeddedRedis:
                     pass
             time.sleep(0.02)
         self.stop()
-        raise ConfigurationError("the embedded Redis did not answer within %.0f s" % timeout)
+        raise ConfigurationError(f"the embedded Redis did not answer within {timeout:.0f} s")
 
     def stop(self, timeout: float = 10.0) -> None:
         process, self.process = self.process, None

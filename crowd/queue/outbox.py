@@ -51,7 +51,9 @@ def enqueue_events(connection: redis.Redis, event_ids: Iterable[int]) -> int:
             )
         except redis.RedisError as error:
             # The row stays in the outbox; the sweep enqueues it once Redis is back.
-            log.warning("Redis is unavailable, outbox event %s waits for the sweep: %s", event_id, error)
+            log.warning(
+                "Redis is unavailable, outbox event %s waits for the sweep: %s", event_id, error
+            )
             return done
         done += 1
     return done

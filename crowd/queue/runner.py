@@ -45,9 +45,12 @@ def ensure_redis(settings: Settings) -> tuple[Settings, EmbeddedRedis | None]:
 
 def pending_events(db: Database) -> int:
     with db.session() as session:
-        return session.scalar(
-            select(func.count(OutboxEvent.id)).where(OutboxEvent.processed_at.is_(None))
-        ) or 0
+        return (
+            session.scalar(
+                select(func.count(OutboxEvent.id)).where(OutboxEvent.processed_at.is_(None))
+            )
+            or 0
+        )
 
 
 def _jobs_done(queues: list[Queue]) -> int:

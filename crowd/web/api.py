@@ -115,9 +115,7 @@ def export(study_id: int) -> Any:
     return Response(
         buffer.getvalue(),
         mimetype=EXPORT_TYPES[fmt],
-        headers={
-            "Content-Disposition": f"attachment; filename=study-{study_id}-{fmt}.{extension}"
-        },
+        headers={"Content-Disposition": f"attachment; filename=study-{study_id}-{fmt}.{extension}"},
     )
 
 

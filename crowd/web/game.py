@@ -65,9 +65,7 @@ def leaderboard_page() -> Any:
     with platform().db.session() as session:
         rows = game.leaderboard(session, category)
         categories = game.categories(session)
-    return render_template(
-        "leaderboard.html", rows=rows, category=category, categories=categories
-    )
+    return render_template("leaderboard.html", rows=rows, category=category, categories=categories)
 
 
 @bp.get("/api/play/profile")

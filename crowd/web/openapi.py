@@ -14,7 +14,10 @@ STUDY_ID = {"name": "study_id", "in": "path", "required": True, "schema": {"type
 ASSIGNMENT_ID = {
     "name": "assignment_id", "in": "path", "required": True, "schema": {"type": "integer"},
 }  # fmt: skip
-ERROR = {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}  # noqa: E501
+ERROR = {
+    "description": "error",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+}  # noqa: E501
 
 
 def _op(summary: str, *, params: list[dict[str, Any]] | None = None, body: str | None = None,
@@ -50,11 +53,16 @@ def spec() -> dict[str, Any]:
             "/api/studies/{study_id}": {"get": _op("A study and its progress", params=[STUDY_ID])},
             "/api/studies/{study_id}/items": {
                 "post": {
-                    **_op("Import items (JSON lines, or {items: [...]})", params=[STUDY_ID], ok="201"),
-                    "requestBody": {"required": True, "content": {
-                        "application/x-ndjson": {"schema": {"type": "string"}},
-                        "application/json": {"schema": {"$ref": "#/components/schemas/Items"}},
-                    }},
+                    **_op(
+                        "Import items (JSON lines, or {items: [...]})", params=[STUDY_ID], ok="201"
+                    ),
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/x-ndjson": {"schema": {"type": "string"}},
+                            "application/json": {"schema": {"$ref": "#/components/schemas/Items"}},
+                        },
+                    },
                 },
             },  # fmt: skip
             "/api/studies/{study_id}/publish": {
@@ -65,10 +73,16 @@ def spec() -> dict[str, Any]:
                     "Export responses",
                     params=[
                         STUDY_ID,
-                        {"name": "format", "in": "query",
-                         "schema": {"enum": ["jsonl", "csv", "roft"], "default": "jsonl"}},
-                        {"name": "set", "in": "query",
-                         "schema": {"enum": ["full", "filtered"], "default": "full"}},
+                        {
+                            "name": "format",
+                            "in": "query",
+                            "schema": {"enum": ["jsonl", "csv", "roft"], "default": "jsonl"},
+                        },
+                        {
+                            "name": "set",
+                            "in": "query",
+                            "schema": {"enum": ["full", "filtered"], "default": "full"},
+                        },
                     ],  # fmt: skip
                 )
             },
@@ -80,28 +94,45 @@ def spec() -> dict[str, Any]:
                 "get": _op("The latest report (HTML)", params=[STUDY_ID])
             },
             "/api/work/join": {
-                "post": _op("Join as a worker (open-web players need no key)", body="Join",
-                            ok="201", security=None)  # fmt: skip
+                "post": _op(
+                    "Join as a worker (open-web players need no key)",
+                    body="Join",
+                    ok="201",
+                    security=None,
+                )  # fmt: skip
             },
             "/api/work/me": {"get": _op("Who am I", security="workerToken")},
             "/api/work/studies/{study_id}/next": {
-                "post": _op("Your open assignment or a new one ({done: true} when none is left)",
-                            params=[STUDY_ID], body="Next", security="workerToken")  # fmt: skip
+                "post": _op(
+                    "Your open assignment or a new one ({done: true} when none is left)",
+                    params=[STUDY_ID],
+                    body="Next",
+                    security="workerToken",
+                )  # fmt: skip
             },
             "/api/work/assignments/{assignment_id}": {
                 "get": _op("Assignment view", params=[ASSIGNMENT_ID], security="workerToken")
             },
             "/api/work/assignments/{assignment_id}/step": {
-                "post": _op("One step (boundary: {step, choice: human|machine})",
-                            params=[ASSIGNMENT_ID], body="Step", security="workerToken")  # fmt: skip
+                "post": _op(
+                    "One step (boundary: {step, choice: human|machine})",
+                    params=[ASSIGNMENT_ID],
+                    body="Step",
+                    security="workerToken",
+                )  # fmt: skip
             },
             "/api/work/assignments/{assignment_id}/explanation": {
-                "post": _op("Explain a machine guess; the reveal follows",
-                            params=[ASSIGNMENT_ID], body="Explanation", security="workerToken")  # fmt: skip
+                "post": _op(
+                    "Explain a machine guess; the reveal follows",
+                    params=[ASSIGNMENT_ID],
+                    body="Explanation",
+                    security="workerToken",
+                )  # fmt: skip
             },
             "/api/work/assignments/{assignment_id}/return": {
-                "post": _op("Give an open assignment back", params=[ASSIGNMENT_ID],
-                            security="workerToken")  # fmt: skip
+                "post": _op(
+                    "Give an open assignment back", params=[ASSIGNMENT_ID], security="workerToken"
+                )  # fmt: skip
             },
             "/api/play/leaderboard": {"get": _op("Game leaderboard", security=None)},
             "/api/play/profile": {"get": _op("Your game profile", security="workerToken")},
@@ -112,33 +143,83 @@ def spec() -> dict[str, Any]:
                 "workerToken": {"type": "apiKey", "in": "header", "name": "X-Crowd-Worker"},
             },
             "schemas": {
-                "Error": {"type": "object", "properties": {"error": {"type": "string"},
-                                                           "type": {"type": "string"}}},
-                "NewStudy": {"type": "object", "required": ["name", "hit_type"], "properties": {
-                    "name": {"type": "string"}, "hit_type": {"enum": ["boundary"]},
-                    "config": {"type": "object", "properties": {
-                        "annotations_per_item": {"type": "integer", "minimum": 1},
-                        "attention_rate": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
-                        "require_explanation": {"type": "boolean"}}}}},
-                "Items": {"type": "object", "properties": {"items": {"type": "array", "items": {
-                    "$ref": "#/components/schemas/BoundaryItem"}}}},
-                "BoundaryItem": {"type": "object", "required": ["id", "sentences"], "properties": {
-                    "id": {"type": "string"}, "kind": {"enum": ["real", "gold", "attention"]},
-                    "sentences": {"type": "array", "items": {"type": "string"}},
-                    "boundary": {"type": "integer", "minimum": 1}, "category": {"type": "string"},
-                    "generator": {"type": "string"}, "decoding": {"type": "object"},
-                    "prompt_source": {"type": "string"}}},
-                "Publish": {"type": "object", "properties": {"providers": {
-                    "type": "array", "items": {"enum": ["local", "sim"]}}}},
-                "Join": {"type": "object", "properties": {
-                    "provider": {"enum": ["local", "sim"]}, "name": {"type": "string"},
-                    "external_id": {"type": "string"}}},
+                "Error": {
+                    "type": "object",
+                    "properties": {"error": {"type": "string"}, "type": {"type": "string"}},
+                },
+                "NewStudy": {
+                    "type": "object",
+                    "required": ["name", "hit_type"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "hit_type": {"enum": ["boundary"]},
+                        "config": {
+                            "type": "object",
+                            "properties": {
+                                "annotations_per_item": {"type": "integer", "minimum": 1},
+                                "attention_rate": {
+                                    "type": "number",
+                                    "minimum": 0,
+                                    "exclusiveMaximum": 1,
+                                },
+                                "require_explanation": {"type": "boolean"},
+                            },
+                        },
+                    },
+                },
+                "Items": {
+                    "type": "object",
+                    "properties": {
+                        "items": {
+                            "type": "array",
+                            "items": {"$ref": "#/components/schemas/BoundaryItem"},
+                        }
+                    },
+                },
+                "BoundaryItem": {
+                    "type": "object",
+                    "required": ["id", "sentences"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "kind": {"enum": ["real", "gold", "attention"]},
+                        "sentences": {"type": "array", "items": {"type": "string"}},
+                        "boundary": {"type": "integer", "minimum": 1},
+                        "category": {"type": "string"},
+                        "generator": {"type": "string"},
+                        "decoding": {"type": "object"},
+                        "prompt_source": {"type": "string"},
+                    },
+                },
+                "Publish": {
+                    "type": "object",
+                    "properties": {
+                        "providers": {"type": "array", "items": {"enum": ["local", "sim"]}}
+                    },
+                },
+                "Join": {
+                    "type": "object",
+                    "properties": {
+                        "provider": {"enum": ["local", "sim"]},
+                        "name": {"type": "string"},
+                        "external_id": {"type": "string"},
+                    },
+                },
                 "Next": {"type": "object", "properties": {"category": {"type": "string"}}},
-                "Step": {"type": "object", "required": ["step"], "properties": {
-                    "step": {"type": "integer"}, "choice": {"enum": ["human", "machine"]}}},
-                "Explanation": {"type": "object", "properties": {
-                    "explanation": {"type": "string"},
-                    "reasons": {"type": "array", "items": {"type": "string"}}}},
+                "Step": {
+                    "type": "object",
+                    "required": ["step"],
+                    "properties": {
+                        "step": {"type": "integer"},
+                        "choice": {"enum": ["human", "machine"]},
+                    },
+                },
+                "Explanation": {
+                    "type": "object",
+                    "properties": {
+                        "explanation": {"type": "string"},
+                        "reasons": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
             },  # fmt: skip
         },
     }

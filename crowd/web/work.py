@@ -49,9 +49,10 @@ def join() -> Any:
             external_id = secrets.token_hex(12)
         else:
             current_experimenter(session)
-            external_id = body.get("external_id")
-            if not isinstance(external_id, str) or not external_id:
+            given = body.get("external_id")
+            if not isinstance(given, str) or not given:
                 raise ValidationError("needed to join a non-public provider", "external_id")
+            external_id = given
         worker = work.get_or_create_worker(
             session, provider.name, external_id, name or f"player-{external_id[:6]}"
         )
@@ -63,9 +64,7 @@ def join() -> Any:
             "worker_token": token,
         }
     response = make_response(jsonify(payload), 201)
-    response.set_cookie(
-        WORKER_COOKIE, token, httponly=True, samesite="Lax", max_age=30 * 24 * 3600
-    )
+    response.set_cookie(WORKER_COOKIE, token, httponly=True, samesite="Lax", max_age=30 * 24 * 3600)
     return response
 
 

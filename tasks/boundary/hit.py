@@ -59,7 +59,9 @@ class BoundaryHit(HitType):
     def validate_item(self, raw: Mapping[str, Any], where: str = "item") -> ItemSpec:
         _require(isinstance(raw, Mapping), "must be a JSON object", where)
         unknown = set(raw) - ITEM_KEYS
-        _require(not unknown, f"unknown keys {sorted(unknown)} (allowed: {sorted(ITEM_KEYS)})", where)
+        _require(
+            not unknown, f"unknown keys {sorted(unknown)} (allowed: {sorted(ITEM_KEYS)})", where
+        )
         external_id = raw.get("id")
         _require(
             isinstance(external_id, str | int) and str(external_id).strip() != "",
@@ -68,7 +70,9 @@ class BoundaryHit(HitType):
         )
         where = f"{where} {external_id}"
         kind = raw.get("kind", "real")
-        _require(kind in ("real", "gold", "attention"), "kind must be real, gold or attention", where)
+        _require(
+            kind in ("real", "gold", "attention"), "kind must be real, gold or attention", where
+        )
         sentences = raw.get("sentences")
         _require(
             isinstance(sentences, list) and 2 <= len(sentences) <= MAX_SENTENCES,
@@ -101,7 +105,7 @@ class BoundaryHit(HitType):
                 isinstance(decoding, Mapping)
                 and isinstance(decoding.get("value"), int | float)
                 and not isinstance(decoding.get("value"), bool),
-                "'decoding' must be {\"strategy\": ..., \"value\": number} or null",
+                '\'decoding\' must be {"strategy": ..., "value": number} or null',
                 where,
             )
         meta = dict(raw.get("meta") or {})

@@ -20,12 +20,16 @@ class BoundaryBehaviour:
 
 
 BEHAVIOURS: dict[str, BoundaryBehaviour] = {
-    "careful": BoundaryBehaviour(false_alarm=0.04, detect=0.4, reads=True, varied_explanations=True),
+    "careful": BoundaryBehaviour(
+        false_alarm=0.04, detect=0.4, reads=True, varied_explanations=True
+    ),
     "noisy": BoundaryBehaviour(false_alarm=0.2, detect=0.3, reads=True, varied_explanations=True),
     "fast_careless": BoundaryBehaviour(
         false_alarm=0.3, detect=0.3, reads=False, varied_explanations=False
     ),
-    "always_human": BoundaryBehaviour(false_alarm=0.0, detect=0.0, reads=True, varied_explanations=False),
+    "always_human": BoundaryBehaviour(
+        false_alarm=0.0, detect=0.0, reads=True, varied_explanations=False
+    ),
     "attention_failer": BoundaryBehaviour(
         false_alarm=0.3, detect=0.35, reads=False, varied_explanations=True
     ),

@@ -8,7 +8,9 @@ from sqlalchemy import create_engine
 from crowd.storage import Base
 
 config = context.config
-engine = config.attributes.get("engine") or create_engine(config.get_main_option("sqlalchemy.url"))
+engine = config.attributes.get("engine") or create_engine(
+    str(config.get_main_option("sqlalchemy.url"))
+)
 
 with engine.connect() as connection:
     context.configure(

@@ -1,0 +1,146 @@
+"""Schema migrations, the assignment state machine and the database's own guarantees."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect, select
+from sqlalchemy.exc import IntegrityError
+
+from crowd.exceptions import InvalidTransition
+from crowd.storage import (
+    Assignment,
+    AssignmentState,
+    Database,
+    Experimenter,
+    Item,
+    Response,
+    Study,
+    Worker,
+)
+
+TABLES = {
+    "experimenters",
+    "api_keys",
+    "studies",
+    "items",
+    "workers",
+    "assignments",
+    "responses",
+    "outbox",
+    "reports",
+    "alembic_version",
+}
+
+
+def _urls(tmp_path: Path) -> list[str]:
+    urls = [f"sqlite:///{tmp_path / 'fresh.db'}"]
+    if os.environ.get("CROWD_TEST_DATABASE_URL"):
+        urls.append(os.environ["CROWD_TEST_DATABASE_URL"])
+    return urls
+
+
+def test_migrations_upgrade_an_empty_database(tmp_path: Path, database_url: str) -> None:
+    # database_url is reset (PostgreSQL) or fresh (SQLite) by its fixture.
+    for url in {*_urls(tmp_path), database_url}:
+        db = Database(url)
+        db.upgrade()
+        assert set(inspect(db.engine).get_table_names()) >= TABLES
+        db.downgrade("base")
+        assert set(inspect(db.engine).get_table_names()) <= {"alembic_version"}
+        db.upgrade()
+        db.dispose()
+
+
+def test_sqlite_runs_in_wal_mode(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'wal.db'}")
+    with db.engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    db.dispose()
+
+
+def _seed(db: Database) -> tuple[int, int, int]:
+    with db.session() as session:
+        experimenter = Experimenter(name="e")
+        session.add(experimenter)
+        session.flush()
+        study = Study(experimenter_id=experimenter.id, name="s", hit_type="boundary")
+        session.add(study)
+        session.flush()
+        item = Item(study_id=study.id, external_id="i", content={}, expected={"boundary": 1})
+        worker = Worker(provider="sim", external_id="w")
+        session.add_all([item, worker])
+        session.flush()
+        return study.id, item.id, worker.id
+
+
+def test_a_worker_answers_an_item_at_most_once(db: Database) -> None:
+    study_id, item_id, worker_id = _seed(db)
+    with db.session() as session:
+        session.add(Response(study_id=study_id, item_id=item_id, worker_id=worker_id, answer={}))
+    with pytest.raises(IntegrityError), db.session() as session:
+        session.add(Response(study_id=study_id, item_id=item_id, worker_id=worker_id, answer={}))
+
+
+def test_a_worker_gets_an_item_at_most_once(db: Database) -> None:
+    study_id, item_id, worker_id = _seed(db)
+    with db.session() as session:
+        session.add(
+            Assignment(
+                study_id=study_id,
+                item_id=item_id,
+                worker_id=worker_id,
+                provider="sim",
+                state=AssignmentState.RETURNED,
+            )
+        )
+    with pytest.raises(IntegrityError), db.session() as session:
+        session.add(
+            Assignment(study_id=study_id, item_id=item_id, worker_id=worker_id, provider="sim")
+        )
+
+
+@pytest.mark.parametrize(
+    ("path", "allowed"),
+    [
+        (["submitted", "approved"], True),
+        (["submitted", "rejected", "approved"], True),
+        (["returned"], True),
+        (["abandoned"], True),
+        (["expired"], True),
+        (["approved"], False),
+        (["submitted", "returned"], False),
+        (["returned", "assigned"], False),
+        (["submitted", "approved", "rejected"], False),
+    ],
+)
+def test_assignment_state_machine(db: Database, path: list[str], allowed: bool) -> None:
+    study_id, item_id, worker_id = _seed(db)
+    with db.session() as session:
+        assignment = Assignment(
+            study_id=study_id,
+            item_id=item_id,
+            worker_id=worker_id,
+            provider="sim",
+            state=AssignmentState.ASSIGNED,
+        )
+        session.add(assignment)
+        session.flush()
+        if allowed:
+            for state in path:
+                assignment.transition(AssignmentState(state))
+            assert assignment.state == path[-1]
+        else:
+            with pytest.raises(InvalidTransition):
+                for state in path:
+                    assignment.transition(AssignmentState(state))
+
+
+def test_timestamps_come_back_in_utc(db: Database) -> None:
+    _seed(db)
+    with db.session() as session:
+        worker = session.scalars(select(Worker)).one()
+        assert worker.created_at.tzinfo is not None
+        assert worker.created_at.utcoffset().total_seconds() == 0  # type: ignore[union-attr]
