@@ -26,6 +26,8 @@ class Settings:
     base_url: str = "http://127.0.0.1:5000"
     # Seconds between two sweeps of the outbox by `crowd worker`.
     sweep_interval: float = 10.0
+    # Seconds an open assignment may sit untouched before the sweep abandons it.
+    assignment_timeout: float = 1800.0
     testing: bool = False
 
     @classmethod
@@ -47,10 +49,8 @@ class Settings:
                 f"CROWD_REDIS_URL={redis_url!r} is not a Redis URL: use redis://HOST:PORT/DB, "
                 "or leave it unset for the embedded Redis"
             )
-        try:
-            sweep_interval = float(env.get("CROWD_SWEEP_INTERVAL", "10"))
-        except ValueError:
-            raise ConfigurationError("CROWD_SWEEP_INTERVAL must be a number of seconds") from None
+        sweep_interval = _seconds(env, "CROWD_SWEEP_INTERVAL", 10)
+        assignment_timeout = _seconds(env, "CROWD_ASSIGNMENT_TIMEOUT", 1800)
         return cls(
             data_dir=data_dir,
             database_url=database_url,
@@ -58,6 +58,7 @@ class Settings:
             redis_url=redis_url,
             base_url=env.get("CROWD_BASE_URL", "http://127.0.0.1:5000").rstrip("/"),
             sweep_interval=sweep_interval,
+            assignment_timeout=assignment_timeout,
         )
 
     def with_changes(self, **changes: object) -> Settings:
@@ -70,6 +71,16 @@ class Settings:
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    try:
+        value = float(env.get(name, default))
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a number of seconds") from None
+    if value <= 0:
+        raise ConfigurationError(f"{name} must be more than 0 seconds")
+    return value
 
 
 def load_or_create_secret(data_dir: Path) -> str:

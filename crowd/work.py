@@ -12,6 +12,7 @@ import hashlib
 import math
 import random
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -325,6 +326,19 @@ def release(session: Session, assignment_id: int, worker_id: int) -> Assignment:
     assignment = load_assignment(session, assignment_id, worker_id)
     assignment.transition(AssignmentState.RETURNED)
     return assignment
+
+
+def abandon_stale(session: Session, idle_for: timedelta) -> int:
+    """Mark open assignments untouched for `idle_for` as abandoned, freeing their items."""
+    cutoff = utcnow() - idle_for
+    stale = session.scalars(
+        select(Assignment)
+        .where(Assignment.state == AssignmentState.ASSIGNED, Assignment.updated_at < cutoff)
+        .with_for_update(skip_locked=True)
+    ).all()
+    for assignment in stale:
+        assignment.transition(AssignmentState.ABANDONED)
+    return len(stale)
 
 
 def shuffle_seed(worker_id: int, item_id: int) -> random.Random:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import replace
+from datetime import timedelta
 
 import redis
 from rq import Queue, SimpleWorker
@@ -17,6 +18,7 @@ from crowd.queue.jobs import configure
 from crowd.queue.outbox import sweep
 from crowd.settings import Settings
 from crowd.storage import Database, OutboxEvent
+from crowd.work import abandon_stale
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,8 @@ def run_worker(settings: Settings, burst: bool = False, max_rounds: int = 50) ->
         while not stop.wait(settings.sweep_interval):
             try:
                 sweep(ctx.db, connection)
+                with ctx.db.session() as session:
+                    abandon_stale(session, timedelta(seconds=settings.assignment_timeout))
             except Exception:  # keep sweeping through transient database or Redis errors
                 log.exception("outbox sweep failed")
 

@@ -316,3 +316,24 @@ def test_a_returned_item_goes_to_someone_else(
     assert returned.get_json()["state"] == "returned"
     assert start(client, second, study_id)["task"]["step"] == 0
     assert start(client, first, study_id).get("done") is True  # never the same item twice
+
+
+def test_stale_assignments_are_abandoned_and_their_items_freed(
+    client: FlaskClient, auth: dict[str, str], make_study: Any, db: Database
+) -> None:
+    from datetime import timedelta
+
+    from crowd.work import abandon_stale
+
+    study_id = make_study([passage("a", 2)], {"annotations_per_item": 1})
+    idle = join(client, auth, external_id="idle")
+    other = join(client, auth, external_id="other")
+    view = start(client, idle, study_id)
+    with db.session() as session:
+        assert abandon_stale(session, timedelta(minutes=30)) == 0
+        assert abandon_stale(session, timedelta(seconds=0)) == 1
+    path = f"/api/work/assignments/{view['assignment_id']}"
+    assert client.get(path, headers=idle).get_json()["state"] == "abandoned"
+    late = client.post(f"{path}/step", json={"step": 0, "choice": "human"}, headers=idle)
+    assert late.status_code == 409
+    assert start(client, other, study_id)["task"]["step"] == 0
