@@ -3,7 +3,7 @@
 Assignment is safe under concurrent requests: on SQLite every write transaction takes the
 database's write lock up front (BEGIN IMMEDIATE, see storage.db); on PostgreSQL the worker
 row is locked for the worker's own requests and each candidate item is locked (SKIP LOCKED)
-and its holders recounted before an assignment is added.
+and its holder counter checked and raised before an assignment is added.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from crowd.exceptions import (
     ValidationError,
 )
 from crowd.storage import (
-    HOLDING_STATES,
     Assignment,
     AssignmentState,
     Item,
@@ -131,6 +130,8 @@ def next_assignment(
         )
     if item is None:
         item = _claim_real_item(session, study, worker, seen, category)
+    else:
+        item.holders = Item.holders + 1  # attention items count too
     if item is None:
         raise NoWorkLeft("you have seen every item available in this study: thank you!")
     hit = get_hit_type(study.hit_type)
@@ -148,47 +149,38 @@ def next_assignment(
     return assignment
 
 
-def _holders(session: Session, item_id: int) -> int:
-    return (
-        session.scalar(
-            select(func.count(Assignment.id)).where(
-                Assignment.item_id == item_id, Assignment.state.in_(HOLDING_STATES)
-            )
-        )
-        or 0
-    )
-
-
 def _claim_real_item(
     session: Session, study: Study, worker: Worker, seen: Any, category: str | None
 ) -> Item | None:
-    """Lock and return an item under its target, preferring items already started."""
+    """Lock and take a slot of an item under its target, preferring items already started."""
     target = int(study.config.get("annotations_per_item", 1))
-    holders = (
-        select(func.count(Assignment.id))
-        .where(Assignment.item_id == Item.id, Assignment.state.in_(HOLDING_STATES))
-        .correlate(Item)
-        .scalar_subquery()
-    )
-    query = select(Item.id, holders).where(
+    query = select(Item.id).where(
         Item.study_id == study.id,
         Item.kind != ItemKind.ATTENTION,
+        Item.holders < target,
         Item.id.not_in(seen),
-        holders < target,
     )
     if category:
         query = query.where(Item.category == category)
-    # Items that have some annotations come first (so items get finished), then the rest;
-    # random order within a level spreads concurrent workers over different rows.
-    query = query.order_by(holders.desc(), func.random()).limit(CANDIDATES_PER_TRY)
-    for item_id, _count in session.execute(query).all():
-        locked = session.scalar(
-            select(Item).where(Item.id == item_id).with_for_update(skip_locked=True)
-        )
-        # Recount in a fresh statement: another transaction may have committed an
-        # assignment for this item between our candidate query and the lock.
-        if locked is not None and _holders(session, item_id) < target:
-            return locked
+    # Items that have some annotations come first, so items get finished.
+    query = query.order_by(Item.holders.desc(), Item.id).limit(CANDIDATES_PER_TRY)
+    for _attempt in range(3):  # the candidates may fill up under us: look again
+        candidates = session.scalars(query).all()
+        if not candidates:
+            return None
+        # First pass skips items other requests hold locked, so concurrent workers spread
+        # out; the second waits for them, so nobody hears "nothing left" while items are busy.
+        for skip_locked in (True, False):
+            for item_id in candidates:
+                locked = session.scalar(
+                    select(Item)
+                    .where(Item.id == item_id)
+                    .with_for_update(skip_locked=skip_locked)
+                    .execution_options(populate_existing=True)
+                )
+                if locked is not None and locked.holders < target:
+                    locked.holders = Item.holders + 1  # atomic in SQL
+                    return locked
     return None
 
 

@@ -47,6 +47,7 @@ class Item(Base):
     __table_args__ = (
         UniqueConstraint("study_id", "external_id"),
         Index("ix_items_study_kind", "study_id", "kind"),
+        Index("ix_items_study_holders", "study_id", "holders"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -60,6 +61,10 @@ class Item(Base):
     # Category, generator, decoding, ...: used by analyses and for choosing items.
     meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
     category: Mapped[str | None] = mapped_column(String(100), default=None, index=True)
+    # How many assignments hold the item now (assigned, submitted, approved or rejected).
+    # Kept as a counter, changed atomically in SQL, so choosing an item does not count
+    # the assignments of every item in the study on each request.
+    holders: Mapped[int] = mapped_column(default=0)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     study: Mapped[Study] = relationship(back_populates="items")

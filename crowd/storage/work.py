@@ -6,8 +6,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Float, ForeignKey, Index, String, Text, UniqueConstraint
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy import Float, ForeignKey, Index, String, Text, UniqueConstraint, update
+from sqlalchemy.orm import Mapped, mapped_column, object_session, relationship
 
 from crowd.exceptions import InvalidTransition
 from crowd.storage.base import Base, utcnow
@@ -98,13 +98,22 @@ class Assignment(Base):
     worker: Mapped[Worker] = relationship()
 
     def transition(self, new: AssignmentState) -> None:
-        """Move to `new`, or raise if the state machine does not allow it."""
+        """Move to `new`, or raise if the state machine does not allow it.
+
+        Leaving the holding states frees the item's slot for another worker.
+        """
         current = AssignmentState(self.state)
         if new not in TRANSITIONS[current]:
             raise InvalidTransition(
                 f"assignment {self.id} is {current.value}; it cannot become {new.value}"
             )
         self.state = new
+        if current in HOLDING_STATES and new not in HOLDING_STATES:
+            session = object_session(self)
+            if session is not None:
+                session.execute(
+                    update(Item).where(Item.id == self.item_id).values(holders=Item.holders - 1)
+                )
 
 
 class ResponseSource(StrEnum):

@@ -94,6 +94,7 @@ def upgrade() -> None:
     sa.Column('expected', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
     sa.Column('meta', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
     sa.Column('category', sa.String(length=100), nullable=True),
+    sa.Column('holders', sa.Integer(), nullable=False),
     sa.Column('created_at', crowd.storage.base.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['study_id'], ['studies.id'], name=op.f('fk_items_study_id_studies')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_items')),
@@ -102,6 +103,7 @@ def upgrade() -> None:
     with op.batch_alter_table('items', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_items_category'), ['category'], unique=False)
         batch_op.create_index('ix_items_study_kind', ['study_id', 'kind'], unique=False)
+        batch_op.create_index('ix_items_study_holders', ['study_id', 'holders'], unique=False)
 
     op.create_table('reports',
     sa.Column('id', sa.Integer(), nullable=False),
