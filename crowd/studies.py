@@ -22,7 +22,7 @@ from crowd.storage import (
     StudyStatus,
     utcnow,
 )
-from tasks import HitType, ItemSpec, get_hit_type
+from tasks import ItemSpec, get_hit_type
 
 MAX_ITEMS_PER_IMPORT = 100_000
 
@@ -131,11 +131,6 @@ def publish(session: Session, study: Study, providers: Iterable[str]) -> Study:
     return study
 
 
-def set_status(study: Study, status: StudyStatus) -> Study:
-    study.status = status
-    return study
-
-
 def progress(session: Session, study: Study) -> dict[str, Any]:
     """Counts an experimenter follows: items, assignments by state, responses, completeness."""
     items_by_kind = dict(
@@ -185,7 +180,3 @@ def progress(session: Session, study: Study) -> dict[str, Any]:
         "fraction_complete": round((complete_items or 0) / n_real, 4) if n_real else 0.0,
         "open_assignments": by_state.get(AssignmentState.ASSIGNED, 0),
     }
-
-
-def hit_type_of(study: Study) -> HitType:
-    return get_hit_type(study.hit_type)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import random
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -331,8 +330,3 @@ def abandon_stale(session: Session, idle_for: timedelta) -> int:
     for assignment in stale:
         assignment.transition(AssignmentState.ABANDONED)
     return len(stale)
-
-
-def shuffle_seed(worker_id: int, item_id: int) -> random.Random:
-    """A reproducible random source per (worker, item), for types that shuffle content."""
-    return random.Random(f"{worker_id}:{item_id}")
