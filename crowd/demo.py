@@ -19,7 +19,7 @@ from typing import Any
 
 from werkzeug.serving import make_server
 
-from crowd.accounts import create_api_key
+from crowd.accounts import authenticate, create_api_key
 from crowd.app import create_app
 from crowd.providers.sim import SimulatedCrowd, boundary_oracle
 from crowd.queue.runner import ensure_redis, run_worker
@@ -88,15 +88,12 @@ def run_demo(
         base,
         data_dir=data_dir,
         database_url=f"sqlite:///{data_dir / 'crowd.db'}",
-        redis_url=None if base.redis_url is None else base.redis_url,
     )
     db = Database(settings.database_url)
     db.upgrade()
     records = sample_records()
     with db.session() as session:
         api_key = create_api_key(session, "demo")
-        from crowd.accounts import authenticate
-
         experimenter = authenticate(session, api_key)
         study = create_study(
             session,
