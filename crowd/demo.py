@@ -21,7 +21,7 @@ from werkzeug.serving import make_server
 
 from crowd.accounts import authenticate, create_api_key
 from crowd.app import create_app
-from crowd.providers.sim import SimulatedCrowd, boundary_oracle
+from crowd.providers.sim import SimulatedCrowd
 from crowd.queue.runner import ensure_redis, run_worker
 from crowd.settings import Settings
 from crowd.storage import Database, Report
@@ -113,7 +113,7 @@ def run_demo(
             mix = worker_mix(workers)
             echo(f"simulated crowd at {server.url}: {mix}")
             crowd = SimulatedCrowd(
-                server.url, api_key, study_id, boundary_oracle(records), mix, seed=seed
+                server.url, api_key, study_id, "boundary", records, mix, seed=seed
             )
             result = crowd.run(threads=4)
         if result.errors:

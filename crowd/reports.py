@@ -54,6 +54,7 @@ def platform_rows(session: Session, study: Study) -> list[dict[str, Any]]:
                 "position": position,
                 "created_at": response.created_at.isoformat(),
                 "source": str(response.source),
+                "rater_group": response.rater_group,
             }
         )
     return rows

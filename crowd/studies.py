@@ -18,6 +18,7 @@ from crowd.storage import (
     Item,
     ItemKind,
     Response,
+    ResponseSource,
     Study,
     StudyStatus,
     utcnow,
@@ -81,6 +82,7 @@ def import_items(session: Session, study: Study, records: list[dict[str, Any]]) 
         raise ValidationError(f"at most {MAX_ITEMS_PER_IMPORT} items per import: split the file")
     hit = get_hit_type(study.hit_type)
     specs = [hit.validate_item(record, f"line {n}") for n, record in enumerate(records, 1)]
+    specs = hit.plan_items(specs, hit.validate_config(study.config))
     seen: set[str] = set()
     for spec in specs:
         if spec.external_id in seen:
@@ -107,6 +109,8 @@ def _item(study: Study, spec: ItemSpec) -> Item:
         expected=spec.expected,
         meta=spec.meta,
         category=spec.category,
+        rank=spec.rank,
+        target=spec.target,
     )
 
 
@@ -119,7 +123,7 @@ def publish(session: Session, study: Study, providers: Iterable[str]) -> Study:
         PROVIDERS.get(name)  # raises with the list of known providers
     n_items = session.scalar(
         select(func.count(Item.id)).where(
-            Item.study_id == study.id, Item.kind != ItemKind.ATTENTION
+            Item.study_id == study.id, Item.kind.in_((ItemKind.REAL, ItemKind.GOLD))
         )
     )
     if not n_items:
@@ -154,17 +158,28 @@ def progress(session: Session, study: Study) -> dict[str, Any]:
         select(func.count(func.distinct(Response.worker_id))).where(Response.study_id == study.id)
     )
     target = int(study.config.get("annotations_per_item", 1))
+    counted = (ItemKind.REAL, ItemKind.GOLD)
     done_per_item = (
-        select(Response.item_id, func.count(Response.id).label("n"))
+        select(
+            Response.item_id,
+            func.count(Response.id).label("n"),
+            func.coalesce(Item.target, target).label("target"),
+        )
         .join(Item, Item.id == Response.item_id)
-        .where(Response.study_id == study.id, Item.kind != ItemKind.ATTENTION)
-        .group_by(Response.item_id)
+        .where(
+            Response.study_id == study.id,
+            Item.kind.in_(counted),
+            Response.source == ResponseSource.LIVE,
+        )
+        .group_by(Response.item_id, Item.target)
         .subquery()
     )
     complete_items = session.scalar(
-        select(func.count()).select_from(done_per_item).where(done_per_item.c.n >= target)
+        select(func.count())
+        .select_from(done_per_item)
+        .where(done_per_item.c.n >= done_per_item.c.target)
     )
-    n_real = sum(n for kind, n in items_by_kind.items() if kind != ItemKind.ATTENTION)
+    n_real = sum(n for kind, n in items_by_kind.items() if kind in counted)
     return {
         "study_id": study.id,
         "name": study.name,

@@ -106,16 +106,29 @@ def next_assignment(
         return open_assignment
 
     seen = select(Assignment.item_id).where(Assignment.worker_id == worker.id)
+    # Training examples come first, all of them, in the experimenter's order.
+    item: Item | None = session.scalar(
+        select(Item)
+        .where(Item.study_id == study.id, Item.kind == ItemKind.TRAINING, Item.id.not_in(seen))
+        .order_by(Item.rank, Item.id)
+        .limit(1)
+    )
+    if item is not None:
+        item.holders = Item.holders + 1  # every assignment counts, so a return balances
+        return _assign(session, study, worker, item)
     served, attention_served = session.execute(
         select(
             func.count(Assignment.id),
             func.count(Assignment.id).filter(Item.kind == ItemKind.ATTENTION),
         )
         .join(Item, Item.id == Assignment.item_id)
-        .where(Assignment.worker_id == worker.id, Assignment.study_id == study.id)
+        .where(
+            Assignment.worker_id == worker.id,
+            Assignment.study_id == study.id,
+            Item.kind != ItemKind.TRAINING,
+        )
     ).one()
     rate = float(study.config.get("attention_rate", 0.0))
-    item: Item | None = None
     if attention_due(rate, served, attention_served, _attention_phase(study.id, worker.id)):
         item = session.scalar(
             select(Item)
@@ -133,8 +146,12 @@ def next_assignment(
         item.holders = Item.holders + 1  # attention items count too
     if item is None:
         raise NoWorkLeft("you have seen every item available in this study: thank you!")
+    return _assign(session, study, worker, item)
+
+
+def _assign(session: Session, study: Study, worker: Worker, item: Item) -> Assignment:
     hit = get_hit_type(study.hit_type)
-    first = hit.start(item.content, utcnow())
+    first = hit.start(item.content, utcnow(), study.config)
     assignment = Assignment(
         study_id=study.id,
         item_id=item.id,
@@ -152,17 +169,22 @@ def _claim_real_item(
     session: Session, study: Study, worker: Worker, seen: Any, category: str | None
 ) -> Item | None:
     """Lock and take a slot of an item under its target, preferring items already started."""
-    target = int(study.config.get("annotations_per_item", 1))
+    default_target = int(study.config.get("annotations_per_item", 1))
+    target = func.coalesce(Item.target, default_target)
     query = select(Item.id).where(
         Item.study_id == study.id,
-        Item.kind != ItemKind.ATTENTION,
+        Item.kind.in_((ItemKind.REAL, ItemKind.GOLD)),
         Item.holders < target,
         Item.id.not_in(seen),
     )
     if category:
         query = query.where(Item.category == category)
-    # Items that have some annotations come first, so items get finished.
-    query = query.order_by(Item.holders.desc(), Item.id).limit(CANDIDATES_PER_TRY)
+    # Lower ranks first (one group after another); within a rank, items that have some
+    # annotations come first, so items get finished; then by id or at random.
+    shuffle = get_hit_type(study.hit_type).shuffle_items(study.config)
+    query = query.order_by(
+        Item.rank, Item.holders.desc(), func.random() if shuffle else Item.id
+    ).limit(CANDIDATES_PER_TRY)
     for _attempt in range(3):  # the candidates may fill up under us: look again
         candidates = session.scalars(query).all()
         if not candidates:
@@ -177,7 +199,8 @@ def _claim_real_item(
                     .with_for_update(skip_locked=skip_locked)
                     .execution_options(populate_existing=True)
                 )
-                if locked is not None and locked.holders < target:
+                limit = default_target if locked is None or locked.target is None else locked.target
+                if locked is not None and locked.holders < limit:
                     locked.holders = Item.holders + 1  # atomic in SQL
                     return locked
     return None
@@ -206,8 +229,9 @@ def assignment_view(session: Session, assignment: Assignment) -> dict[str, Any]:
         "study_id": assignment.study_id,
         "state": str(assignment.state),
     }
+    content, config = assignment.item.content, study.config
     if assignment.state == AssignmentState.ASSIGNED:
-        view["task"] = hit.view(assignment.item.content, assignment.progress)
+        view["task"] = hit.view(content, assignment.progress, config)
         return view
     response = stored_response(session, assignment)
     if response is None:  # returned, abandoned or expired before an answer
@@ -216,10 +240,11 @@ def assignment_view(session: Session, assignment: Assignment) -> dict[str, Any]:
     view["answered"] = True
     view["needs_followup"] = needs
     if needs:
-        view["task"] = hit.view(assignment.item.content, assignment.progress)
+        view["task"] = hit.view(content, assignment.progress, config)
     else:
+        item = assignment.item
         view["feedback"] = hit.feedback(
-            assignment.item.content, assignment.item.expected, response.answer
+            content, item.expected, response.answer, str(item.kind), config
         )
     return view
 
@@ -237,16 +262,16 @@ def act(
         if stored_response(session, assignment) is not None:
             return assignment  # a repeated submission gets the stored result
         raise InvalidAction(f"assignment {assignment.id} is {assignment.state}: ask for a new one")
+    study = assignment.item.study
+    hit = get_hit_type(study.hit_type)
     step = action.get("step")
-    current = int(assignment.progress.get("revealed", 1)) - 1
+    current = hit.current_step(assignment.progress)
     if not isinstance(step, int) or isinstance(step, bool):
-        raise InvalidAction("'step' must be the index of the newest sentence you have seen")
+        raise InvalidAction("'step' must be the step the page shows (task.step)")
     if step < current:
         return assignment  # a retried request: the step already happened
     if step > current:
         raise InvalidAction(f"step {step} is ahead of the server (at step {current}): reload")
-    study = assignment.item.study
-    hit = get_hit_type(study.hit_type)
     now = utcnow()
     result = hit.step(assignment.item.content, assignment.progress, action, now, study.config)
     assignment.progress = result.progress

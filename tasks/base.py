@@ -8,6 +8,7 @@ platform (crowd/) does the storage and HTTP around it; everything here is pure.
 
 from __future__ import annotations
 
+import random
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any, ClassVar, TextIO
 
 from crowd.exceptions import InvalidConfig
 
-ITEM_KINDS = ("real", "gold", "attention")
+ITEM_KINDS = ("real", "gold", "attention", "training")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,10 @@ class ItemSpec:
     meta: dict[str, Any] = field(default_factory=dict)
     kind: str = "real"
     category: str | None = None
+    # Serving order: a worker gets items of a lower rank first (e.g. one group after another).
+    rank: int = 0
+    # How many workers should answer the item; None means the study's annotations_per_item.
+    target: int | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,37 @@ class StudyOptions:
             "attention_rate": self.attention_rate,
             **self.extra,
         }
+
+
+class Simulator(ABC):
+    """Simulated workers of one HIT type: worker kinds that answer from a hidden truth.
+
+    The truth comes from the experimenter's item records (`truths`), keyed by something the
+    page shows (`key`), so simulated workers play through HTTP like people and the analyses
+    and QC can be measured against what was true.
+    """
+
+    kinds: ClassVar[tuple[str, ...]]
+
+    @abstractmethod
+    def truths(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        """The truth of each item record, keyed as `key` keys a page view."""
+
+    @abstractmethod
+    def key(self, task: Mapping[str, Any]) -> str:
+        """The truth key of the item a page view (`view()["task"]`) shows."""
+
+    @abstractmethod
+    def act(
+        self, kind: str, rng: random.Random, task: Mapping[str, Any], truth: Any
+    ) -> dict[str, Any]:
+        """The body of the next step request (without "step") a worker of `kind` sends."""
+
+    def followup(
+        self, kind: str, rng: random.Random, task: Mapping[str, Any], truth: Any
+    ) -> dict[str, Any]:
+        """The body of the follow-up (explanation) request, when the type asks for one."""
+        return {}
 
 
 class HitType(ABC):
@@ -90,14 +126,34 @@ class HitType(ABC):
     def validate_item(self, raw: Mapping[str, Any], where: str = "item") -> ItemSpec:
         """Validate one uploaded item; raise InvalidItem naming `where` and the field."""
 
+    def plan_items(self, specs: list[ItemSpec], options: StudyOptions) -> list[ItemSpec]:
+        """Set each imported item's serving rank and target from the study's options.
+
+        E.g. one group of texts after another (ranks), or a share of items for many
+        workers (targets). Called with the whole import, after every item validated.
+        """
+        return specs
+
+    def shuffle_items(self, config: Mapping[str, Any]) -> bool:
+        """Whether items of the same rank are served in random order rather than by id."""
+        return False
+
     # -- the worker's flow -------------------------------------------------------------------
     @abstractmethod
-    def start(self, content: Mapping[str, Any], now: datetime) -> StepResult:
-        """The progress and first event of a new assignment."""
+    def start(
+        self, content: Mapping[str, Any], now: datetime, config: Mapping[str, Any]
+    ) -> StepResult:
+        """The progress and first event of a new assignment (e.g. a random candidate order)."""
+
+    def current_step(self, progress: Mapping[str, Any]) -> int:
+        """The index of the step the worker is on; actions name it so retries are harmless."""
+        return int(progress.get("step", 0))
 
     @abstractmethod
-    def view(self, content: Mapping[str, Any], progress: Mapping[str, Any]) -> dict[str, Any]:
-        """What the worker's page may see now; must never hold the expected answer."""
+    def view(
+        self, content: Mapping[str, Any], progress: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """What the worker's page may see now, with a "step"; never the expected answer."""
 
     @abstractmethod
     def step(
@@ -130,9 +186,29 @@ class HitType(ABC):
 
     @abstractmethod
     def feedback(
-        self, content: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
+        self,
+        content: Mapping[str, Any],
+        expected: Mapping[str, Any],
+        answer: Mapping[str, Any],
+        kind: str,
+        config: Mapping[str, Any],
     ) -> dict[str, Any]:
-        """What the worker learns once the answer is stored (the reveal)."""
+        """What the worker learns once the answer is stored (the reveal), by item kind."""
+
+    # -- answers gathered elsewhere ----------------------------------------------------------
+    @abstractmethod
+    def import_answer(
+        self, content: Mapping[str, Any], raw: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Turn an answer collected on another platform into the answer a live worker stores.
+
+        `raw` is the record's answer object (JSONL) or its non-standard columns (CSV), with
+        text values; raise InvalidItem naming the field on a bad one.
+        """
+
+    def simulator(self) -> Simulator:
+        """How simulated workers of this type answer (see crowd.providers.sim)."""
+        raise NotImplementedError(f"{self.name} has no simulated workers")
 
     # -- analysis and export -----------------------------------------------------------------
     @abstractmethod

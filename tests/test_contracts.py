@@ -37,8 +37,8 @@ def test_hit_type_contract(name: str) -> None:
     now = datetime.now(UTC)
     for record in records:
         spec = hit.validate_item(record)
-        first = hit.start(spec.content, now)
-        view = hit.view(spec.content, first.progress)
+        first = hit.start(spec.content, now, hit.validate_config(None).to_config())
+        view = hit.view(spec.content, first.progress, hit.validate_config(None).to_config())
         # The page never sees the expected answer before the guess.
         assert not set(spec.expected) & set(view), "view leaks expected-answer keys"
         assert json.dumps(view)  # views are JSON

@@ -1,8 +1,8 @@
 """A simulated crowd that plays through the real HTTP endpoints, like people do.
 
-Simulated workers know the truth of each item (an oracle built from the experimenter's
-items, found by the text the page shows), and a behaviour per worker kind decides how well
-they use it. They join with the experimenter's API key, so nobody else can pose as them.
+Simulated workers know the truth of each item (built from the experimenter's item records
+by the HIT type's Simulator, and found by what the page shows), and their kind decides how
+well they use it. They join with the experimenter's API key, so nobody else can pose as them.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import logging
 import random
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -20,32 +20,13 @@ import requests
 
 from crowd.exceptions import ValidationError
 from crowd.providers.base import Provider
-from tasks.boundary import simulate as boundary_sim
+from tasks import get_hit_type
 
 log = logging.getLogger(__name__)
-
-WORKER_KINDS = tuple(boundary_sim.BEHAVIOURS)
 
 
 class SimProvider(Provider):
     name: ClassVar[str] = "sim"
-
-
-@dataclass(frozen=True)
-class Truth:
-    boundary: int
-    kind: str
-
-
-def boundary_oracle(records: Iterable[Mapping[str, Any]]) -> dict[str, Truth]:
-    """Truth per passage, keyed by its first sentence (what a worker sees first)."""
-    oracle = {}
-    for record in records:
-        sentences = record["sentences"]
-        kind = record.get("kind", "real")
-        boundary = record.get("boundary", len(sentences))
-        oracle[sentences[0].strip()] = Truth(boundary=int(boundary), kind=kind)
-    return oracle
 
 
 @dataclass
@@ -70,26 +51,31 @@ class SimResult:
 
 
 class SimulatedCrowd:
-    """Workers of the given kinds play a boundary study over HTTP, round by round."""
+    """Workers of the given kinds play a study over HTTP, round by round."""
 
     def __init__(
         self,
         base_url: str,
         api_key: str,
         study_id: int,
-        oracle: Mapping[str, Truth],
+        hit_type: str,
+        records: list[dict[str, Any]],
         mix: Mapping[str, int],
         seed: int = 0,
         items_per_worker: int = 10,
         prefix: str = "sim",
     ) -> None:
-        unknown = set(mix) - set(WORKER_KINDS)
+        self.simulator = get_hit_type(hit_type).simulator()
+        kinds = self.simulator.kinds
+        unknown = set(mix) - set(kinds)
         if unknown:
-            raise ValidationError(f"unknown worker kinds {sorted(unknown)}: use {WORKER_KINDS}")
+            raise ValidationError(
+                f"unknown {hit_type} worker kinds {sorted(unknown)}: use {', '.join(kinds)}"
+            )
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.study_id = study_id
-        self.oracle = oracle
+        self.truths = self.simulator.truths(records)
         self.items_per_worker = items_per_worker
         master = random.Random(seed)
         self.workers = [
@@ -129,23 +115,20 @@ class SimulatedCrowd:
         view = self._post(f"/api/work/studies/{self.study_id}/next", {}, worker)
         if view.get("done"):
             return False
-        behaviour = boundary_sim.BEHAVIOURS[worker.kind]
-        first = view["task"]["sentences"][0]
-        truth = self.oracle.get(first.strip())
+        task = view["task"]
+        truth = self.truths.get(self.simulator.key(task))
         if truth is None:
-            raise RuntimeError(f"the simulator does not know the passage starting {first[:40]!r}")
+            raise RuntimeError(
+                f"the simulator does not know item {self.simulator.key(task)[:40]!r}"
+            )
         path = f"/api/work/assignments/{view['assignment_id']}"
         while "task" in view and not view.get("answered"):
-            step = view["task"]["step"]
-            choice = boundary_sim.choose(
-                behaviour, worker.rng, step, truth.boundary, truth.kind == "attention"
-            )
-            view = self._post(f"{path}/step", {"step": step, "choice": choice}, worker)
+            task = view["task"]
+            body = self.simulator.act(worker.kind, worker.rng, task, truth)
+            view = self._post(f"{path}/step", {**body, "step": task["step"]}, worker)
         if view.get("needs_followup"):
-            text, reasons = boundary_sim.explain(behaviour, worker.rng, view["task"]["step"])
-            view = self._post(
-                f"{path}/explanation", {"explanation": text, "reasons": reasons}, worker
-            )
+            body = self.simulator.followup(worker.kind, worker.rng, view["task"], truth)
+            view = self._post(f"{path}/explanation", body, worker)
         if "feedback" not in view:
             raise RuntimeError(f"assignment {view.get('assignment_id')} ended without feedback")
         return True

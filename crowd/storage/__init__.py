@@ -10,6 +10,7 @@ from crowd.storage.reports import Report
 from crowd.storage.studies import Item, ItemKind, Study, StudyStatus
 from crowd.storage.work import (
     HOLDING_STATES,
+    LIVE_RATER_GROUP,
     Assignment,
     AssignmentState,
     Response,
@@ -31,6 +32,7 @@ __all__ = [
     "OutboxEvent",
     "Report",
     "Response",
+    "LIVE_RATER_GROUP",
     "ResponseSource",
     "Study",
     "StudyStatus",

@@ -23,6 +23,8 @@ class ItemKind(StrEnum):
     REAL = "real"
     GOLD = "gold"
     ATTENTION = "attention"
+    # Examples labelled by the experimenter, served first with feedback; not analysed.
+    TRAINING = "training"
 
 
 class Study(Base):
@@ -65,6 +67,10 @@ class Item(Base):
     # Kept as a counter, changed atomically in SQL, so choosing an item does not count
     # the assignments of every item in the study on each request.
     holders: Mapped[int] = mapped_column(default=0)
+    # How many workers should answer it; NULL means the study's annotations_per_item.
+    target: Mapped[int | None] = mapped_column(default=None)
+    # Serving order: lower ranks first (e.g. one group of texts after another).
+    rank: Mapped[int] = mapped_column(default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     study: Mapped[Study] = relationship(back_populates="items")

@@ -116,6 +116,9 @@ class Assignment(Base):
                 )
 
 
+LIVE_RATER_GROUP = "crowd"
+
+
 class ResponseSource(StrEnum):
     LIVE = "live"
     IMPORTED = "imported"
@@ -127,6 +130,7 @@ class Response(Base):
     __table_args__ = (
         UniqueConstraint("item_id", "worker_id"),
         Index("ix_responses_study_worker", "study_id", "worker_id"),
+        Index("ix_responses_study_group", "study_id", "rater_group"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -143,6 +147,11 @@ class Response(Base):
     score: Mapped[float | None] = mapped_column(Float, default=None)
     qc_flags: Mapped[dict[str, Any]] = mapped_column(default=dict)
     source: Mapped[ResponseSource] = mapped_column(String(20), default=ResponseSource.LIVE)
+    # Who gave the answer, as analyses compare them: "crowd" for live workers, or a group
+    # named on import ("expert", "teachers") or by an LLM evaluation.
+    rater_group: Mapped[str] = mapped_column(
+        String(100), default=LIVE_RATER_GROUP, server_default=LIVE_RATER_GROUP
+    )
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     explained_at: Mapped[datetime | None] = mapped_column(default=None)
 

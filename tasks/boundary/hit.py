@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, ClassVar, TextIO, cast
 
 from crowd.exceptions import InvalidAction, InvalidConfig, InvalidItem
-from tasks.base import HitType, ItemSpec, StepResult
-from tasks.boundary import analysis, report, roft
+from tasks.base import HitType, ItemSpec, Simulator, StepResult
+from tasks.boundary import analysis, report, roft, simulate
 from tasks.boundary.reasons import REASON_TAGS
 
 MAX_SENTENCES = 50
@@ -122,13 +122,20 @@ class BoundaryHit(HitType):
         )
 
     # -- the worker's flow -------------------------------------------------------------------
-    def start(self, content: Mapping[str, Any], now: datetime) -> StepResult:
+    def start(
+        self, content: Mapping[str, Any], now: datetime, config: Mapping[str, Any]
+    ) -> StepResult:
         return StepResult(
             progress={"revealed": 1},
             event={"type": "reveal", "index": 0, "at": now.isoformat()},
         )
 
-    def view(self, content: Mapping[str, Any], progress: Mapping[str, Any]) -> dict[str, Any]:
+    def current_step(self, progress: Mapping[str, Any]) -> int:
+        return int(progress["revealed"]) - 1
+
+    def view(
+        self, content: Mapping[str, Any], progress: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
         sentences = content["sentences"]
         revealed = int(progress["revealed"])
         return {
@@ -195,7 +202,12 @@ class BoundaryHit(HitType):
         return (text or None), sorted(set(reasons), key=REASON_TAGS.index)
 
     def feedback(
-        self, content: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
+        self,
+        content: Mapping[str, Any],
+        expected: Mapping[str, Any],
+        answer: Mapping[str, Any],
+        kind: str,
+        config: Mapping[str, Any],
     ) -> dict[str, Any]:
         guess, boundary = int(answer["guess"]), int(expected["boundary"])
         return {
@@ -205,6 +217,28 @@ class BoundaryHit(HitType):
             "distance": guess - boundary,
             "sentences": list(content["sentences"]),
         }
+
+    # -- answers gathered elsewhere ----------------------------------------------------------
+    def import_answer(
+        self, content: Mapping[str, Any], raw: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """`guess`: the index of the first sentence judged machine-written (n = all human)."""
+        n = len(content["sentences"])
+        value = raw.get("guess")
+        try:
+            guess = int(str(value).strip())
+        except ValueError:
+            raise InvalidItem(
+                f"'guess' must be a whole number from 1 to {n} (the first sentence judged "
+                f"machine-written; {n} = all human), got {value!r}",
+                "guess",
+            ) from None
+        if not 1 <= guess <= n:
+            raise InvalidItem(f"'guess' {guess} is outside 1..{n} for this passage", "guess")
+        return {"guess": guess, "all_human": guess == n}
+
+    def simulator(self) -> Simulator:
+        return simulate.BoundarySimulator()
 
     # -- analysis and export -----------------------------------------------------------------
     def analysis_row(self, row: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,11 @@ read treat attention checks like any passage and so usually fail them.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tasks.base import Simulator
 
 
 @dataclass(frozen=True)
@@ -72,3 +76,39 @@ def explain(behaviour: BoundaryBehaviour, rng: random.Random, step: int) -> tupl
     opening = rng.choice(_OPENINGS).format(i=step)
     tag = _FLAW_TAGS[flaw]
     return f"{opening} {_FLAWS[flaw]}.", [tag]
+
+
+@dataclass(frozen=True)
+class Truth:
+    boundary: int
+    attention: bool
+
+
+class BoundarySimulator(Simulator):
+    """Boundary workers; the truth of a passage is found by its first sentence."""
+
+    kinds: ClassVar[tuple[str, ...]] = tuple(BEHAVIOURS)
+
+    def truths(self, records: list[dict[str, Any]]) -> dict[str, Truth]:
+        truths = {}
+        for record in records:
+            sentences = record["sentences"]
+            boundary = int(record.get("boundary", len(sentences)))
+            attention = record.get("kind", "real") == "attention"
+            truths[sentences[0].strip()] = Truth(boundary, attention)
+        return truths
+
+    def key(self, task: Mapping[str, Any]) -> str:
+        return str(task["sentences"][0]).strip()
+
+    def act(
+        self, kind: str, rng: random.Random, task: Mapping[str, Any], truth: Truth
+    ) -> dict[str, Any]:
+        step = int(task["step"])
+        return {"choice": choose(BEHAVIOURS[kind], rng, step, truth.boundary, truth.attention)}
+
+    def followup(
+        self, kind: str, rng: random.Random, task: Mapping[str, Any], truth: Truth
+    ) -> dict[str, Any]:
+        text, reasons = explain(BEHAVIOURS[kind], rng, int(task["step"]))
+        return {"explanation": text, "reasons": reasons}

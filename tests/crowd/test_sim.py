@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from crowd.providers.sim import SimulatedCrowd, boundary_oracle
+from crowd.providers.sim import SimulatedCrowd
 from crowd.reports import excluded_workers, platform_rows
 from crowd.storage import Database, Response, Study
 from crowd.studies import get_study
@@ -21,7 +21,8 @@ def test_a_simulated_crowd_plays_and_the_failers_are_caught(
         live_server.url,
         api_key,
         study_id,
-        boundary_oracle(sample_items),
+        "boundary",
+        sample_items,
         mix,
         seed=3,
         items_per_worker=10,

@@ -1,0 +1,1 @@
+"""Best-of-K comparison HIT (being built)."""

@@ -1,0 +1,1 @@
+"""Likert rating HIT (being built)."""
