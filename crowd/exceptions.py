@@ -24,6 +24,7 @@ class ValidationError(CrowdError):
 
     def __init__(self, message: str, where: str | None = None) -> None:
         super().__init__(f"{where}: {message}" if where else message)
+        self.message = message
         self.where = where
 
 

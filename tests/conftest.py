@@ -131,12 +131,13 @@ def passage(
 
 @pytest.fixture
 def make_study(db: Database, api_key: str) -> Callable[..., int]:
-    """Create, fill and publish a boundary study; returns its id."""
+    """Create, fill and publish a study (boundary unless `hit_type` says); returns its id."""
 
     def factory(
         items: list[dict[str, Any]] | None = None,
         config: dict[str, Any] | None = None,
         providers: tuple[str, ...] = ("local", "sim"),
+        hit_type: str = "boundary",
     ) -> int:
         records = items if items is not None else [passage(f"p{i}", 1 + i % 5) for i in range(6)]
         with db.session() as session:
@@ -145,7 +146,7 @@ def make_study(db: Database, api_key: str) -> Callable[..., int]:
                 session,
                 experimenter,
                 "test study",
-                "boundary",
+                hit_type,
                 config
                 if config is not None
                 else {"annotations_per_item": 2, "attention_rate": 0.0},

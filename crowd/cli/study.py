@@ -66,6 +66,86 @@ def import_(study_id: int, path: str) -> None:
     click.echo(f"added {added} items to study {study_id}")
 
 
+def _guess_format(path: str, first_line: str) -> str:
+    if path.endswith((".jsonl", ".ndjson")) or first_line.lstrip().startswith("{"):
+        return "jsonl"
+    if "predicted_boundary_index" in first_line:
+        return "roft"
+    return "csv"
+
+
+@study.command("import-annotations")
+@click.argument("study_id", type=int)
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option(
+    "--format",
+    "fmt",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "jsonl", "csv", "roft"]),
+    help="jsonl, csv, or roft (the public RoFT CSV); auto looks at the file.",
+)
+@click.option(
+    "--rater-group",
+    default="crowd",
+    show_default=True,
+    help="Rater group of records that name none (e.g. expert, teachers).",
+)
+@click.option(
+    "--skip-duplicates",
+    is_flag=True,
+    help="Skip answers a worker already gave instead of refusing the file.",
+)
+@click.option(
+    "--max-sentences",
+    type=int,
+    default=None,
+    help="RoFT only: keep the first N sentences of a passage (10 in the release).",
+)
+@handle_errors
+def import_annotations(
+    study_id: int,
+    path: str,
+    fmt: str,
+    rater_group: str,
+    skip_duplicates: bool,
+    max_sentences: int | None,
+) -> None:
+    """Import answers collected elsewhere (all or none) as imported responses.
+
+    JSON lines: {"worker", "item", "answer": {...}, "rater_group", "created_at",
+    "explanation", "reasons"}. CSV: columns worker, item (and optionally rater_group,
+    created_at, explanation, reasons); the other columns are the answer, e.g. guess
+    (boundary), one column per attribute or attribute + rating (Likert), best (comparison).
+    """
+    from crowd.annotations import import_file
+    from crowd.studies import get_study
+
+    _settings, db = open_database()
+    handle = sys.stdin if path == "-" else open(path, encoding="utf-8", newline="")  # noqa: SIM115
+    with handle:
+        lines = handle.read().splitlines(keepends=True)
+    if fmt == "auto":
+        fmt = _guess_format(path, lines[0] if lines else "")
+    with db.session() as session:
+        summary = import_file(
+            session,
+            get_study(session, study_id),
+            lines,
+            fmt,
+            rater_group=rater_group,
+            skip_duplicates=skip_duplicates,
+            max_sentences=max_sentences,
+            source=f"{path} line",
+        )
+    numbers = summary.to_json()
+    click.echo(
+        f"added {numbers['added']} responses by {numbers['workers']} workers to study "
+        f"{study_id} ({fmt}; {numbers['skipped_duplicates']} duplicates skipped, "
+        f"{numbers['items_added']} items added)"
+    )
+
+
 @study.command("publish")
 @click.argument("study_id", type=int)
 @click.option("--provider", "providers", multiple=True, default=["local"], show_default=True,
@@ -102,7 +182,8 @@ def status(study_id: int) -> None:
 @study.command("export")
 @click.argument("study_id", type=int)
 @click.option("--format", "fmt", default="jsonl", show_default=True,
-              type=click.Choice(["jsonl", "csv", "roft"]), help="Output format.")  # fmt: skip
+              help="Output format: jsonl or csv for every type; roft (boundary); pairwise "
+                   "(prompt/chosen/rejected) or kway (comparison).")  # fmt: skip
 @click.option("--filtered", is_flag=True, help="Leave out workers that QC excluded.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 @handle_errors

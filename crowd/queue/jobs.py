@@ -54,6 +54,7 @@ def _job_tag() -> str:
 def process_event(event_id: int) -> str:
     """Handle one outbox event: worker statistics and QC flags, then a report refresh."""
     from crowd import stats
+    from crowd.annotations import RESPONSES_IMPORTED
     from crowd.work import RESPONSE_STORED
 
     db = context().db
@@ -66,6 +67,9 @@ def process_event(event_id: int) -> str:
         study_id = row.payload.get("study_id")
         if row.topic == RESPONSE_STORED:
             stats.refresh_after_response(session, int(row.payload["response_id"]))
+        elif row.topic == RESPONSES_IMPORTED:
+            for worker_id in row.payload.get("worker_ids", []):
+                stats.refresh_worker(session, int(worker_id), int(row.payload["study_id"]))
         else:
             log.warning("%s unknown outbox topic %r, marked processed", _job_tag(), row.topic)
         row.processed_at = utcnow()

@@ -18,7 +18,13 @@ from crowd.web.common import current_experimenter, json_body
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
-EXPORT_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv", "roft": "text/csv"}
+EXPORT_TYPES = {
+    "jsonl": "application/x-ndjson",
+    "csv": "text/csv",
+    "roft": "text/csv",
+    "pairwise": "application/x-ndjson",
+    "kway": "application/x-ndjson",
+}
 
 
 def study_json(study: Study) -> dict[str, Any]:
@@ -82,6 +88,35 @@ def import_items(study_id: int) -> Any:
         return {"added": added}, 201
 
 
+@bp.post("/studies/<int:study_id>/annotations")
+def import_annotations(study_id: int) -> Any:
+    """Answers collected elsewhere, as the raw file: ?format=jsonl|csv|roft&rater_group=..."""
+    from crowd.annotations import FORMATS, import_file
+
+    fmt = request.args.get("format", "jsonl")
+    if fmt not in FORMATS:
+        raise ValidationError(f"format must be one of {', '.join(FORMATS)}", "format")
+    skip = request.args.get("skip_duplicates", "false")
+    if skip not in ("true", "false"):
+        raise ValidationError("must be true or false", "skip_duplicates")
+    max_sentences = request.args.get("max_sentences")
+    if max_sentences is not None and not max_sentences.isdigit():
+        raise ValidationError("must be a whole number", "max_sentences")
+    text = request.get_data(as_text=True)
+    with platform().db.session() as session:
+        study = studies.get_study(session, study_id, current_experimenter(session))
+        summary = import_file(
+            session,
+            study,
+            text.splitlines(keepends=True),
+            fmt,
+            rater_group=request.args.get("rater_group", "crowd"),
+            skip_duplicates=skip == "true",
+            max_sentences=int(max_sentences) if max_sentences else None,
+        )
+        return summary.to_json(), 201
+
+
 @bp.post("/studies/<int:study_id>/publish")
 def publish(study_id: int) -> Any:
     body = json_body()
@@ -111,7 +146,7 @@ def export(study_id: int) -> Any:
     with platform().db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
         export_rows(session, study, fmt, buffer, filtered=which == "filtered")
-    extension = "jsonl" if fmt == "jsonl" else "csv"
+    extension = "csv" if EXPORT_TYPES[fmt] == "text/csv" else "jsonl"
     return Response(
         buffer.getvalue(),
         mimetype=EXPORT_TYPES[fmt],

@@ -65,6 +65,48 @@ def spec() -> dict[str, Any]:
                     },
                 },
             },  # fmt: skip
+            "/api/studies/{study_id}/annotations": {
+                "post": {
+                    **_op(
+                        "Import answers collected elsewhere as imported responses (all or none)",
+                        params=[
+                            STUDY_ID,
+                            {
+                                "name": "format",
+                                "in": "query",
+                                "schema": {"enum": ["jsonl", "csv", "roft"], "default": "jsonl"},
+                            },
+                            {
+                                "name": "rater_group",
+                                "in": "query",
+                                "schema": {"type": "string", "default": "crowd"},
+                            },
+                            {
+                                "name": "skip_duplicates",
+                                "in": "query",
+                                "schema": {"type": "boolean", "default": False},
+                            },
+                            {
+                                "name": "max_sentences",
+                                "in": "query",
+                                "schema": {"type": "integer", "minimum": 1},
+                            },
+                        ],
+                        ok="201",
+                    ),
+                    "requestBody": {
+                        "required": True,
+                        "description": "The file: JSON lines {worker, item, answer, rater_group?, "
+                        "created_at?, explanation?, reasons?}; CSV with worker, item and answer "
+                        "columns (guess | one per attribute or attribute+rating | best); or the "
+                        "public RoFT CSV (boundary studies; new passages become items).",
+                        "content": {
+                            "application/x-ndjson": {"schema": {"type": "string"}},
+                            "text/csv": {"schema": {"type": "string"}},
+                        },
+                    },
+                },
+            },
             "/api/studies/{study_id}/publish": {
                 "post": _op("Publish to providers", params=[STUDY_ID], body="Publish")
             },
@@ -76,7 +118,12 @@ def spec() -> dict[str, Any]:
                         {
                             "name": "format",
                             "in": "query",
-                            "schema": {"enum": ["jsonl", "csv", "roft"], "default": "jsonl"},
+                            "schema": {
+                                "enum": ["jsonl", "csv", "roft", "pairwise", "kway"],
+                                "default": "jsonl",
+                            },
+                            "description": "roft: boundary only; pairwise (prompt/chosen/"
+                            "rejected) and kway: comparison only",
                         },
                         {
                             "name": "set",
