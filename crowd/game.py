@@ -35,7 +35,9 @@ class PlayerScore:
 
 
 def open_studies(session: Session, provider: str = "local") -> list[dict[str, Any]]:
-    """Published boundary studies open to `provider`, with their categories."""
+    """Published studies open to `provider`, with their categories (boundary games)."""
+    from tasks import get_hit_type
+
     result = []
     for study in session.scalars(
         select(Study).where(Study.status == StudyStatus.PUBLISHED).order_by(Study.id)
@@ -53,7 +55,8 @@ def open_studies(session: Session, provider: str = "local") -> list[dict[str, An
                 "id": study.id,
                 "name": study.name,
                 "hit_type": study.hit_type,
-                "categories": categories,
+                "title": get_hit_type(study.hit_type).title,
+                "categories": categories if study.hit_type == "boundary" else [],
             }
         )
     return result
