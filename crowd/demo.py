@@ -1,10 +1,12 @@
-"""`crowd demo`: a boundary study on a simulated crowd, end to end, leaving nothing running.
+"""`crowd demo`: three studies on simulated crowds, end to end, leaving nothing running.
 
-It creates a study from the sample passages shipped in tasks/boundary/samples (attention
-checks at 10%), publishes it to a simulated crowd of which about a quarter does not read
-(and so fails attention checks), serves the real web app on a local port while the
-simulated workers play through HTTP, runs the queue's jobs to completion and writes the
-report.
+Boundary (RoFT), Likert rating and best-of-4 comparison studies are created from the sample
+items shipped in tasks/*/samples, with attention checks, and published to simulated crowds
+in which some workers do not read (they fail attention checks), some are noisy, biased or
+spam. The Likert study also gets ratings by (simulated) experts and the comparison study
+labels by (simulated) experts, imported the way a spreadsheet from elsewhere would be. The
+real web app serves on a local port while the simulated workers play through HTTP; then the
+queue's jobs run to completion and write each study's report.
 """
 
 from __future__ import annotations
@@ -13,32 +15,39 @@ import logging
 import shutil
 import threading
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from werkzeug.serving import make_server
 
 from crowd.accounts import authenticate, create_api_key
+from crowd.annotations import import_file
 from crowd.app import create_app
 from crowd.providers.sim import SimulatedCrowd
 from crowd.queue.runner import ensure_redis, run_worker
 from crowd.settings import Settings
 from crowd.storage import Database, Report
-from crowd.studies import create_study, import_items, parse_jsonl, publish
+from crowd.studies import create_study, get_study, import_items, parse_jsonl, publish
 
-SAMPLES = Path(__file__).resolve().parents[1] / "tasks" / "boundary" / "samples"
+TASKS = Path(__file__).resolve().parents[1] / "tasks"
+
+
+def load_samples(hit_type: str) -> list[dict[str, Any]]:
+    """Every sample item a HIT type ships (tasks/<type>/samples/*.jsonl)."""
+    records = []
+    for path in sorted((TASKS / hit_type / "samples").glob("*.jsonl")):
+        with open(path, encoding="utf-8") as handle:
+            records.extend(parse_jsonl(handle, source=f"{path.name} line"))
+    if hit_type == "boundary":  # its attention file predates the "kind" key
+        for record in records:
+            if str(record["id"]).startswith("attention"):
+                record["kind"] = "attention"
+    return records
 
 
 def sample_records() -> list[dict[str, Any]]:
-    records = []
-    for name in ("passages.jsonl", "attention.jsonl"):
-        with open(SAMPLES / name, encoding="utf-8") as handle:
-            records.extend(parse_jsonl(handle, source=f"{name} line"))
-    for record in records:
-        if record["id"].startswith("attention"):
-            record["kind"] = "attention"
-    return records
+    return load_samples("boundary")
 
 
 def worker_mix(total: int) -> dict[str, int]:
@@ -78,9 +87,137 @@ class BackgroundServer:
         self.thread.join()
 
 
+Summary = Callable[[dict[str, Any]], list[str]]
+
+
+@dataclass(frozen=True)
+class DemoStudy:
+    hit_type: str
+    name: str
+    config: dict[str, Any]
+    mix: dict[str, int]
+    summary: Summary
+    items_per_worker: int = 10
+    # Annotations gathered "elsewhere": (file in the type's samples/, rater group).
+    imports: tuple[tuple[str, str], ...] = ()
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
+
+
+def _num(value: Any, fmt: str = ".2f") -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+def _attention_line(data: dict[str, Any]) -> str:
+    attention = data["attention"]
+    return (
+        f"attention checks: {attention['workers_failed']} of {attention['workers_checked']} "
+        f"workers failed ({_pct(attention['worker_failure_rate'])}); their responses are "
+        "left out of the filtered set"
+    )
+
+
+def boundary_summary(data: dict[str, Any]) -> list[str]:
+    lines = [_attention_line(data)]
+    for label in ("full", "filtered"):
+        part = data[label]
+        lines.append(
+            f"{label:>9}: {part['n_annotations']} annotations by {part['n_workers']} workers, "
+            f"exact {part['exact_accuracy']:.1%}, mean distance {part['mean_distance']:+.2f}, "
+            f"mean points {part['mean_points']:.2f}"
+        )
+    return lines
+
+
+def likert_summary(data: dict[str, Any]) -> list[str]:
+    lines = [_attention_line(data)]
+    for label in ("full", "filtered"):
+        part = data[label]
+        counts = part["counts"]
+        lines.append(
+            f"{label:>9}: {counts['n_ratings']} ratings by {counts['n_raters']} raters "
+            f"({', '.join(part['rater_groups'])})"
+        )
+    filtered = data["filtered"]
+    for row in filtered["table"]:
+        if row["item_group"] is None:
+            continue
+        cells = ", ".join(
+            f"{name} {_num(cell['mean'])} (alpha {_num(cell['alpha_interval'])})"
+            for name, cell in row["cells"].items()
+        )
+        lines.append(f"  {row['rater_group']:>6} / {row['item_group']:<5} {cells}")
+    taus = [
+        f"{t['attribute']} {_num(t['tau'])}"
+        for t in filtered["tau_between_groups"]
+        if t["tau"] is not None
+    ]
+    if taus:
+        lines.append(f"  Kendall's tau, crowd vs expert item means: {', '.join(taus)}")
+    return lines
+
+
+def comparison_summary(data: dict[str, Any]) -> list[str]:
+    lines = [_attention_line(data)]
+    for label in ("full", "filtered"):
+        part = data[label]
+        table = part["agreement"]
+        cells = [f"chance {_pct(table['chance']['rate'])}"]
+        for key in ("worker_worker", "expert_worker", "expert_expert"):
+            entry = table[key]
+            cells.append(
+                f"{key.replace('_', '-')} {_pct(entry['rate'])} "
+                f"[{_pct(entry['ci_low'])}, {_pct(entry['ci_high'])}]"
+            )
+        lines.append(f"{label:>9}: {part['n_labels']} labels; agreement " + ", ".join(cells))
+    for win in data["filtered"]["win_rates"]:
+        if win["k"] != "all":
+            continue
+        lines.append(
+            f"  {win['policy_a']} beats {win['policy_b']} on {_pct(win['win_rate_a'])} of "
+            f"{win['wins_a'] + win['wins_b']} decided items (95% CI {_pct(win['ci_low'])} to "
+            f"{_pct(win['ci_high'])}; {win['ties']} ties), by the majority of the crowd"
+        )
+    return lines
+
+
+def plan(workers: int) -> list[DemoStudy]:
+    return [
+        DemoStudy(
+            "boundary",
+            "RoFT demo: where does the machine take over?",
+            {"annotations_per_item": 8, "attention_rate": 0.1},
+            worker_mix(workers),
+            boundary_summary,
+        ),
+        DemoStudy(
+            "likert",
+            "Story ratings: human vs GPT-2 stories",
+            {"template": "story", "annotations_per_item": 5, "attention_rate": 0.2},
+            {"careful": 12, "noisy": 4, "biased": 3, "spammer": 3, "straightliner": 2},
+            likert_summary,
+            items_per_worker=12,
+            imports=(("expert_ratings.csv", "expert"),),
+        ),
+        DemoStudy(
+            "comparison",
+            "Best of 4: the most positive continuation",
+            {"template": "sentiment", "annotations_per_item": 3, "attention_rate": 0.1},
+            {"skilled": 16, "noisy": 6, "spammer": 4, "position_biased": 4},
+            comparison_summary,
+            items_per_worker=12,
+            imports=(("expert_labels.csv", "expert"),),
+        ),
+    ]
+
+
 def run_demo(
     workers: int = 40, seed: int = 7, echo: Callable[[str], Any] = print
-) -> dict[str, Any]:
+) -> dict[str, dict[str, Any]]:
+    """Run every demo study; returns each study's report data by HIT type."""
     base = Settings.from_env()
     data_dir = base.data_dir / "demo"
     shutil.rmtree(data_dir, ignore_errors=True)
@@ -91,61 +228,81 @@ def run_demo(
     )
     db = Database(settings.database_url)
     db.upgrade()
-    records = sample_records()
+    studies = [replace(study, records=load_samples(study.hit_type)) for study in plan(workers)]
+    ids: dict[str, int] = {}
     with db.session() as session:
         api_key = create_api_key(session, "demo")
         experimenter = authenticate(session, api_key)
-        study = create_study(
-            session,
-            experimenter,
-            "RoFT demo: where does the machine take over?",
-            "boundary",
-            {"annotations_per_item": 8, "attention_rate": 0.1},
-        )
-        import_items(session, study, records)
-        publish(session, study, ["local", "sim"])
-        study_id = study.id
-    echo(f"study {study_id}: {len(records)} passages (5 attention checks), 8 annotations each")
+        for study in studies:
+            created = create_study(session, experimenter, study.name, study.hit_type, study.config)
+            import_items(session, created, study.records)
+            publish(session, created, ["local", "sim"])
+            ids[study.hit_type] = created.id
+            kinds = [r.get("kind", "real") for r in study.records]
+            echo(
+                f"study {created.id} ({study.hit_type}): {len(kinds)} items "
+                f"({kinds.count('attention')} attention checks, {kinds.count('training')} "
+                f"training), {study.config['annotations_per_item']} workers per item"
+            )
+        for study in studies:
+            for name, group in study.imports:
+                path = TASKS / study.hit_type / "samples" / name
+                with open(path, encoding="utf-8", newline="") as handle:
+                    summary = import_file(
+                        session,
+                        get_study(session, ids[study.hit_type]),
+                        handle,
+                        "csv",
+                        rater_group=group,
+                        source=f"{name} line",
+                    )
+                echo(
+                    f"study {ids[study.hit_type]}: imported {summary.added} {group} answers "
+                    f"by {len(summary.workers)} raters from {name}"
+                )
 
     settings, embedded = ensure_redis(settings)
     try:
         with BackgroundServer(settings) as server:
-            mix = worker_mix(workers)
-            echo(f"simulated crowd at {server.url}: {mix}")
-            crowd = SimulatedCrowd(
-                server.url, api_key, study_id, "boundary", records, mix, seed=seed
-            )
-            result = crowd.run(threads=4)
-        if result.errors:
-            echo(f"{len(result.errors)} simulated workers stopped early: {result.errors[:3]}")
-        echo(f"{sum(result.items_done.values())} assignments played; running the queue ...")
+            for offset, study in enumerate(studies):
+                echo(f"{study.hit_type}: simulated crowd at {server.url}: {study.mix}")
+                crowd = SimulatedCrowd(
+                    server.url,
+                    api_key,
+                    ids[study.hit_type],
+                    study.hit_type,
+                    study.records,
+                    study.mix,
+                    seed=seed + offset,
+                    items_per_worker=study.items_per_worker,
+                    prefix=f"sim-{study.hit_type}",
+                )
+                result = crowd.run(threads=4)
+                if result.errors:
+                    echo(f"  {len(result.errors)} workers stopped early: {result.errors[:3]}")
+                echo(f"  {sum(result.items_done.values())} assignments done")
+        echo("running the queue ...")
         jobs = run_worker(settings, burst=True)
         echo(f"the queue ran {jobs} jobs")
     finally:
         if embedded is not None:
             embedded.stop()
+    reports: dict[str, dict[str, Any]] = {}
     with db.session() as session:
-        report = session.query(Report).filter_by(study_id=study_id).one()
-        data = report.data
+        for study in studies:
+            study_id = ids[study.hit_type]
+            report = session.query(Report).filter_by(study_id=study_id).one()
+            reports[study.hit_type] = report.data
     db.dispose()
-    attention = data["attention"]
-    full, filtered = data["full"], data["filtered"]
-    out = settings.reports_dir / f"study-{study_id}"
-    echo("")
+    for study in studies:
+        study_id = ids[study.hit_type]
+        out = settings.reports_dir / f"study-{study_id}"
+        echo(f"\n== study {study_id}: {study.name} ({study.hit_type})")
+        for line in study.summary(reports[study.hit_type]):
+            echo(line)
+        echo(f"report: {out / 'report.html'}\n        {out / 'report.json'}")
     echo(
-        f"attention checks: {attention['workers_failed']} of {attention['workers_checked']} "
-        f"workers failed ({attention['worker_failure_rate']:.0%}); their responses are "
-        f"left out of the filtered set"
+        f"\nplay yourself: CROWD_DATA_DIR={data_dir} crowd serve, then open "
+        "http://127.0.0.1:5000/play"
     )
-    for label, part in (("full", full), ("filtered", filtered)):
-        echo(
-            f"{label:>9}: {part['n_annotations']} annotations by {part['n_workers']} workers, "
-            f"exact {part['exact_accuracy']:.1%}, mean distance {part['mean_distance']:+.2f}, "
-            f"mean points {part['mean_points']:.2f}"
-        )
-    echo(f"\nreport: {out / 'report.html'}\n        {out / 'report.json'}")
-    echo(
-        f"play the game yourself: CROWD_DATA_DIR={data_dir} crowd serve, then open "
-        f"http://127.0.0.1:5000/play/{study_id}"
-    )
-    return data
+    return reports

@@ -85,7 +85,7 @@ def build_report(session: Session, settings: Settings, study_id: int) -> Report:
     rows = platform_rows(session, study)
     rules = excluded_workers(rows)
     excluded = set().union(*rules.values())
-    data = hit.analyze([hit.analysis_row(row) for row in rows], excluded)
+    data = hit.analyze([hit.analysis_row(row) for row in rows], excluded, study.config)
     data["study"] = {
         "id": study.id,
         "name": study.name,

@@ -216,8 +216,16 @@ class HitType(ABC):
         """Flatten one stored response (platform row) into the type's analysis row."""
 
     @abstractmethod
-    def analyze(self, rows: list[dict[str, Any]], excluded_workers: set[str]) -> dict[str, Any]:
-        """Every number of the type's report, on the full and the filtered set."""
+    def analyze(
+        self,
+        rows: list[dict[str, Any]],
+        excluded_workers: set[str],
+        config: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """Every number of the type's report, on the full and the filtered set.
+
+        `config` is the study's config (e.g. which rater groups count as experts).
+        """
 
     @abstractmethod
     def render_report(self, data: dict[str, Any], out_dir: Path, title: str) -> str:

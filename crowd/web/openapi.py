@@ -162,7 +162,7 @@ def spec() -> dict[str, Any]:
             },
             "/api/work/assignments/{assignment_id}/step": {
                 "post": _op(
-                    "One step (boundary: {step, choice: human|machine})",
+                    "One step: {step, choice} (boundary, comparison) or {step, rating} (likert)",
                     params=[ASSIGNMENT_ID],
                     body="Step",
                     security="workerToken",
@@ -199,9 +199,16 @@ def spec() -> dict[str, Any]:
                     "required": ["name", "hit_type"],
                     "properties": {
                         "name": {"type": "string"},
-                        "hit_type": {"enum": ["boundary"]},
+                        "hit_type": {"enum": ["boundary", "likert", "comparison"]},
                         "config": {
                             "type": "object",
+                            "description": "Unknown keys are refused. boundary: "
+                            "require_explanation. likert: template (story | attack), "
+                            "instructions, attributes [{name, question, scale, labels, "
+                            "show_prompt, show_reference}], group_order (mixed | sequential), "
+                            "groups. comparison: template (sentiment | descriptiveness | "
+                            "summarization), instructions, overlap_share, overlap_workers, "
+                            "expert_groups.",
                             "properties": {
                                 "annotations_per_item": {"type": "integer", "minimum": 1},
                                 "attention_rate": {
@@ -219,7 +226,13 @@ def spec() -> dict[str, Any]:
                     "properties": {
                         "items": {
                             "type": "array",
-                            "items": {"$ref": "#/components/schemas/BoundaryItem"},
+                            "items": {
+                                "oneOf": [
+                                    {"$ref": "#/components/schemas/BoundaryItem"},
+                                    {"$ref": "#/components/schemas/LikertItem"},
+                                    {"$ref": "#/components/schemas/ComparisonItem"},
+                                ]
+                            },
                         }
                     },
                 },
@@ -235,6 +248,44 @@ def spec() -> dict[str, Any]:
                         "generator": {"type": "string"},
                         "decoding": {"type": "object"},
                         "prompt_source": {"type": "string"},
+                    },
+                },
+                "LikertItem": {
+                    "type": "object",
+                    "required": ["id", "text"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "kind": {"enum": ["real", "gold", "attention"]},
+                        "text": {"type": "string"},
+                        "prompt": {"type": "string"},
+                        "reference": {"type": "string"},
+                        "group": {"type": "string"},
+                        "expected_rating": {"type": "integer"},
+                        "expected_ratings": {"type": "object"},
+                        "meta": {"type": "object"},
+                    },
+                },
+                "ComparisonItem": {
+                    "type": "object",
+                    "required": ["id", "query", "candidates"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "kind": {"enum": ["real", "gold", "attention", "training"]},
+                        "query": {"type": "string"},
+                        "candidates": {
+                            "type": "array",
+                            "minItems": 2,
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "text": {"type": "string"},
+                                    "policy": {"type": "string"},
+                                },
+                            },
+                        },
+                        "best": {"type": "integer", "minimum": 0},
+                        "category": {"type": "string"},
+                        "meta": {"type": "object"},
                     },
                 },
                 "Publish": {
@@ -256,8 +307,13 @@ def spec() -> dict[str, Any]:
                     "type": "object",
                     "required": ["step"],
                     "properties": {
-                        "step": {"type": "integer"},
-                        "choice": {"enum": ["human", "machine"]},
+                        "step": {"type": "integer", "description": "task.step of the view"},
+                        "choice": {
+                            "description": "boundary: human | machine; comparison: the "
+                            "position of the picked candidate as shown",
+                            "oneOf": [{"enum": ["human", "machine"]}, {"type": "integer"}],
+                        },
+                        "rating": {"type": "number", "description": "likert: the rating"},
                     },
                 },
                 "Explanation": {

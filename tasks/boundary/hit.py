@@ -269,7 +269,12 @@ class BoundaryHit(HitType):
             "source": row.get("source", "live"),
         }
 
-    def analyze(self, rows: list[dict[str, Any]], excluded_workers: set[str]) -> dict[str, Any]:
+    def analyze(
+        self,
+        rows: list[dict[str, Any]],
+        excluded_workers: set[str],
+        config: Mapping[str, Any],
+    ) -> dict[str, Any]:
         return analysis.analyze(rows, excluded_workers)
 
     def render_report(self, data: dict[str, Any], out_dir: Path, title: str) -> str:

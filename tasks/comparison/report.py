@@ -1,0 +1,391 @@
+"""Render a comparison analysis as PNG plots and one self-contained HTML page."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import pathlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# Figure is used directly (never pyplot) so rendering touches no global state and needs no
+# display; savefig then picks the Agg canvas for PNG on its own.
+from matplotlib.figure import Figure
+
+PLOT_FILES: dict[str, str] = {
+    "agreement": "agreement.png",
+    "win_rates": "win_rates.png",
+    "position": "position_bias.png",
+}
+SETS: tuple[tuple[str, str, str], ...] = (
+    ("full", "Full set", "#9aa5b1"),
+    ("filtered", "Filtered set", "#1f6feb"),
+)
+AGREEMENT_ROWS: tuple[tuple[str, str], ...] = (
+    ("worker_worker", "Worker - worker"),
+    ("expert_worker", "Expert - worker"),
+    ("expert_expert", "Expert - expert"),
+)
+NO_DATA = "no data"
+MAX_WORKER_ROWS = 500
+
+Section = Mapping[str, Any]
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{100 * float(value):.1f}%"
+
+
+def _int(value: Any) -> str:
+    return "n/a" if value is None else str(int(value))
+
+
+def _ci(entry: Section) -> str:
+    low, high = entry.get("ci_low"), entry.get("ci_high")
+    if low is None or high is None:
+        return "n/a"
+    return f"{100 * float(low):.1f}-{100 * float(high):.1f}%"
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _save(fig: Figure, path: pathlib.Path) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    png = buffer.getvalue()
+    path.write_bytes(png)
+    return png
+
+
+def _no_data(fig: Figure, title: str) -> None:
+    ax = fig.add_subplot()
+    ax.set_title(title)
+    ax.text(0.5, 0.5, NO_DATA, ha="center", va="center", transform=ax.transAxes, fontsize=14)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _errors(entries: Sequence[Section], key: str = "rate") -> tuple[list[float], list[float]]:
+    """Distances from the value down to ci_low and up to ci_high (0 where no interval)."""
+    below, above = [], []
+    for entry in entries:
+        value, low, high = entry.get(key), entry.get("ci_low"), entry.get("ci_high")
+        if value is None or low is None or high is None:
+            below.append(0.0)
+            above.append(0.0)
+            continue
+        below.append(100 * (float(value) - float(low)))
+        above.append(100 * (float(high) - float(value)))
+    return below, above
+
+
+def _plot_agreement(full: Section, filtered: Section) -> Figure:
+    fig = Figure(figsize=(7, 4), layout="tight")
+    title = "Agreement on the same item (95% cluster-bootstrap CI)"
+    parts = {"full": full.get("agreement") or {}, "filtered": filtered.get("agreement") or {}}
+    if not any(
+        (parts[name].get(key) or {}).get("n_pairs") for name in parts for key, _ in AGREEMENT_ROWS
+    ):
+        _no_data(fig, title)
+        return fig
+    ax = fig.add_subplot()
+    xs = list(range(len(AGREEMENT_ROWS)))
+    width = 0.38
+    for offset, (name, label, color) in zip((-width / 2, width / 2), SETS, strict=True):
+        entries = [parts[name].get(key) or {} for key, _ in AGREEMENT_ROWS]
+        heights = [100 * float(e["rate"]) if e.get("rate") is not None else 0.0 for e in entries]
+        ax.bar(
+            [x + offset for x in xs],
+            heights,
+            width=width,
+            color=color,
+            label=label,
+            yerr=_errors(entries),
+            capsize=4,
+        )
+        for x, entry in zip(xs, entries, strict=True):
+            if entry.get("rate") is None:
+                ax.text(x + offset, 2, "no pairs", ha="center", rotation=90, fontsize=8)
+    chance = (parts["full"].get("chance") or {}).get("rate")
+    if chance is not None:
+        ax.axhline(100 * float(chance), color="black", linestyle=":", label="chance (1/K)")
+    ax.set_xticks(xs, labels=[label for _, label in AGREEMENT_ROWS])
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("% of label pairs that agree")
+    ax.set_title(title)
+    ax.legend()
+    return fig
+
+
+def _plotted_wins(part: Section) -> list[Section]:
+    """Win-rate entries, without the "all K" entry of a pair seen at one K (the same numbers)."""
+    entries: list[Section] = list(part.get("win_rates") or [])
+    ks = Counter((e["policy_a"], e["policy_b"]) for e in entries if e["k"] != "all")
+    return [e for e in entries if e["k"] != "all" or ks[(e["policy_a"], e["policy_b"])] > 1]
+
+
+def _plot_win_rates(full: Section, filtered: Section) -> Figure:
+    fig = Figure(figsize=(7, 4), layout="tight")
+    title = "Win rate of policy A (majority of crowd labels, 95% exact CI)"
+    series = {
+        name: [e for e in _plotted_wins(part) if e.get("win_rate_a") is not None]
+        for name, part in (("full", full), ("filtered", filtered))
+    }
+    names = list(
+        dict.fromkeys(
+            f"{e['policy_a']} vs {e['policy_b']}, K={e['k']}"
+            for entries in series.values()
+            for e in entries
+        )
+    )
+    if not names:
+        _no_data(fig, title)
+        return fig
+    ax = fig.add_subplot()
+    for shift, (name, label, color) in zip((-0.12, 0.12), SETS, strict=True):
+        entries = {f"{e['policy_a']} vs {e['policy_b']}, K={e['k']}": e for e in series[name]}
+        present = [n for n in names if n in entries]
+        if not present:
+            continue
+        chosen = [entries[n] for n in present]
+        ax.errorbar(
+            [names.index(n) + shift for n in present],
+            [100 * float(e["win_rate_a"]) for e in chosen],
+            yerr=_errors(chosen, "win_rate_a"),
+            fmt="o",
+            capsize=4,
+            color=color,
+            label=label,
+        )
+    ax.axhline(50, color="black", linestyle=":", linewidth=0.8)
+    ax.set_xticks(range(len(names)), labels=names, rotation=15, ha="right")
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("% of decided items won by A")
+    ax.set_title(title)
+    ax.legend()
+    return fig
+
+
+def _plot_position(full: Section, filtered: Section) -> Figure:
+    fig = Figure(figsize=(7, 4), layout="tight")
+    title = "Picks by displayed position (position bias)"
+    sets = [
+        (label, color, part.get("position_bias") or {})
+        for (_, label, color), part in zip(SETS, (full, filtered), strict=True)
+    ]
+    if not any(bias for _, _, bias in sets):
+        _no_data(fig, title)
+        return fig
+    ax = fig.add_subplot()
+    styles = ("o-", "s--", "^-.", "d:")
+    max_k = 0
+    for label, color, bias in sets:
+        for index, (k, entry) in enumerate(sorted(bias.items(), key=lambda pair: int(pair[0]))):
+            shares = [100 * float(s) if s is not None else 0.0 for s in entry["shares"]]
+            max_k = max(max_k, len(shares))
+            ax.plot(
+                range(len(shares)),
+                shares,
+                styles[index % len(styles)],
+                color=color,
+                label=f"{label}, K={k} (n={entry['n']})",
+            )
+    for k in sorted({int(k) for _, _, bias in sets for k in bias}):
+        ax.hlines(100 / k, -0.2, k - 0.8, colors="black", linestyles=":", linewidth=0.8)
+    ax.set_xticks(range(max_k))
+    ax.set_xlabel("displayed position (0 = first shown)")
+    ax.set_ylabel("% of picks (dotted: chance, 1/K)")
+    ax.set_ylim(0, 100)
+    ax.set_title(title)
+    ax.legend()
+    return fig
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: str = "") -> str:
+    head = "".join(f"<th>{_esc(cell)}</th>" for cell in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_esc(cell)}</td>" for cell in row) + "</tr>" for row in rows
+    )
+    if not rows:
+        body = f'<tr><td colspan="{len(header)}">{NO_DATA}</td></tr>'
+    ident = f' id="{_esc(table_id)}"' if table_id else ""
+    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _agreement_table(full: Section, filtered: Section) -> str:
+    rows = []
+    parts = (full.get("agreement") or {}, filtered.get("agreement") or {})
+    chance = [part.get("chance") or {} for part in parts]
+    rows.append(
+        ["Chance (1/K)"]
+        + [cell for c in chance for cell in (_pct(c.get("rate")), "", _int(c.get("n_items")), "")]
+    )
+    for key, label in AGREEMENT_ROWS:
+        cells = [label]
+        for part in parts:
+            entry = part.get(key) or {}
+            cells += [
+                _pct(entry.get("rate")),
+                _ci(entry),
+                _int(entry.get("n_items", 0)),
+                _int(entry.get("n_pairs", 0)),
+            ]
+        rows.append(cells)
+    header = ["Agreement"] + [
+        f"{column} ({name})"
+        for name in ("full", "filtered")
+        for column in ("rate", "95% CI", "items", "pairs")
+    ]
+    return _table(header, rows, "agreement")
+
+
+def _win_table(part: Section) -> str:
+    rows = [
+        [
+            f"{e['policy_a']} vs {e['policy_b']}",
+            str(e["k"]),
+            _int(e["n_items"]),
+            _int(e["wins_a"]),
+            _int(e["wins_b"]),
+            _int(e["ties"]),
+            _pct(e.get("win_rate_a")),
+            _ci(e),
+            ", ".join(f"{n}: {c}" for n, c in (e.get("labels_per_item") or {}).items()),
+        ]
+        for e in part.get("win_rates") or []
+    ]
+    header = [
+        "Policies (A vs B)", "K", "items", "wins A", "wins B", "ties", "win rate A", "95% CI",
+        "labels per item (labels: items)",
+    ]  # fmt: skip
+    return _table(header, rows)
+
+
+def _counts_table(full: Section, filtered: Section) -> str:
+    keys = (
+        ("Labels (real and gold)", "n_labels"),
+        ("Crowd labels", "n_crowd_labels"),
+        ("Expert labels (imported)", "n_expert_labels"),
+        ("Crowd workers", "n_workers"),
+        ("Items", "n_items"),
+        ("Gold items (experimenter label)", "n_gold_items"),
+        ("Crowd labels on gold items", "n_gold_labels"),
+    )
+    rows = [[label, _int(full.get(key)), _int(filtered.get(key))] for label, key in keys]
+    rows.append(
+        [
+            "Crowd accuracy on gold",
+            _pct(full.get("gold_accuracy")),
+            _pct(filtered.get("gold_accuracy")),
+        ]
+    )
+    return _table(["Count", "Full set", "Filtered set"], rows)
+
+
+def _worker_table(part: Section) -> str:
+    rows = [
+        [
+            w["worker"],
+            _int(w["labels"]),
+            f"{_pct(w.get('worker_agreement'))} ({_int(w.get('worker_pairs'))})",
+            f"{_pct(w.get('expert_agreement'))} ({_int(w.get('expert_pairs'))})",
+            _pct(w.get("gold_accuracy")),
+            f"{_pct(w.get('first_share'))} (chance {_pct(w.get('first_chance'))})",
+        ]
+        for w in (part.get("workers") or [])[:MAX_WORKER_ROWS]
+    ]
+    header = [
+        "Worker", "labels", "agreement with workers (pairs)", "agreement with experts (pairs)",
+        "gold accuracy", "picks of the first shown",
+    ]  # fmt: skip
+    return _table(header, rows, "workers")
+
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem; max-width: 75rem; color: #1b1f24; }
+table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
+th, td { border: 1px solid #d0d7de; padding: 0.25rem 0.6rem; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+thead th { background: #f6f8fa; }
+figure { margin: 1rem 0; }
+img { max-width: 100%; }
+"""
+
+
+def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> str:
+    """Write the PNG plots into out_dir and return the HTML report with them embedded."""
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    full: Section = data.get("full") or {}
+    filtered: Section = data.get("filtered") or {}
+    attention: Section = data.get("attention") or {}
+    training: Section = data.get("training") or {}
+    excluded: Section = data.get("excluded") or {}
+    rules: Section = data.get("rules") or {}
+
+    figures = {
+        "agreement": _plot_agreement(full, filtered),
+        "win_rates": _plot_win_rates(full, filtered),
+        "position": _plot_position(full, filtered),
+    }
+    images = []
+    for key, fig in figures.items():
+        png = _save(fig, out_dir / PLOT_FILES[key])
+        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        images.append(
+            f'<figure><img src="{uri}" alt="{_esc(PLOT_FILES[key])}">'
+            f"<figcaption>{_esc(PLOT_FILES[key])}</figcaption></figure>"
+        )
+
+    caught = ", ".join(str(w) for w in attention.get("failed_workers") or []) or "none"
+    rule_rows = [
+        [name, _int(entry.get("workers")), _int(entry.get("responses"))]
+        for name, entry in sorted(rules.items())
+    ]
+    quality = (
+        f"<p>{_esc(_int(attention.get('n_checks', 0)))} attention checks answered, "
+        f"{_esc(_int(attention.get('n_failed_checks', 0)))} failed; "
+        f"{_esc(_int(attention.get('workers_failed', 0)))} of "
+        f"{_esc(_int(attention.get('workers_checked', 0)))} checked workers failed at least one "
+        f"({_esc(_pct(attention.get('worker_failure_rate')))}). "
+        f"Workers caught: {_esc(caught)}.</p>"
+        f"<p>Training examples: {_esc(_int(training.get('n_labels', 0)))} answers by "
+        f"{_esc(_int(training.get('n_workers', 0)))} workers matched the experimenter "
+        f"{_esc(_pct(training.get('accuracy')))} of the time.</p>"
+        f"<p>The filtered set leaves out {_esc(_int(excluded.get('n_workers', 0)))} workers "
+        f"and {_esc(_int(excluded.get('n_responses', 0)))} responses.</p>"
+        + (_table(["QC rule", "workers removed", "responses removed"], rule_rows) if rules else "")
+    )
+    experts = ", ".join(str(g) for g in data.get("expert_groups") or []) or "none"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_esc(title)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{_esc(title)}</h1>",
+        "<h2>Quality control</h2>",
+        quality,
+        "<h2>Counts</h2>",
+        _counts_table(full, filtered),
+        "<h2>Agreement</h2>",
+        f"<p>Share of label pairs on the same item that pick the same candidate. Experts: rater "
+        f"groups {_esc(experts)} and the experimenter's label on gold items. Intervals resample "
+        "whole items, since the pairs of one item share labels.</p>",
+        _agreement_table(full, filtered),
+        "<h2>Model-vs-model win rates</h2>",
+        "<p>Items whose candidates come from two policies, half each; the winner is the policy "
+        "most crowd workers picked (ties are left out of the rate). Clopper-Pearson 95% CI.</p>",
+        "<h3>Full set</h3>",
+        _win_table(full),
+        "<h3>Filtered set</h3>",
+        _win_table(filtered),
+        "<h2>Plots</h2>",
+        *images,
+        "<h2>Workers (full set, for QC)</h2>",
+        _worker_table(full),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
