@@ -217,3 +217,75 @@ def test_cli_imports_annotations_and_guesses_the_format(
     assert failed.exit_code == 1 and "no item 'nope'" in failed.output
     with db.session() as session:
         assert session.scalar(select(func.count(Response.id))) == 2
+
+
+def _sample_study(db: Database, make_study: Any, hit_type: str, config: dict[str, Any]) -> int:
+    from crowd.demo import load_samples
+
+    return make_study(load_samples(hit_type), config, hit_type=hit_type)
+
+
+def test_a_spreadsheet_of_expert_ratings_becomes_a_rater_group_of_the_likert_analysis(
+    db: Database, make_study: Any
+) -> None:
+    from crowd.demo import TASKS
+
+    study_id = _sample_study(db, make_study, "likert", {"template": "story"})
+    text = (TASKS / "likert" / "samples" / "expert_ratings.csv").read_text()
+    summary = _import(db, study_id, text, "csv")
+    assert summary["added"] == 90 and summary["workers"] == 3
+    first = text.splitlines()[1].split(",")  # expert-1, story-01-human, expert, 4 ratings
+    stored = _responses(db, study_id)
+    assert stored[0].answer["ratings"] == {
+        "grammaticality": int(first[3]),
+        "cohesiveness": int(first[4]),
+        "likability": int(first[5]),
+        "relevance": int(first[6]),
+    }
+    # Long format (one row per rating), another group, with a missing rating.
+    long = (
+        "worker,item,attribute,rating,created_at\n"
+        "t1,story-01-human,grammaticality,5,2023-04-01\n"
+        "t1,story-01-human,cohesiveness,4,2023-04-01\n"
+        "t1,story-01-human,relevance,,2023-04-01\n"
+    )
+    assert _import(db, study_id, long, "csv", rater_group="teachers")["added"] == 1
+    with db.session() as session:
+        study = get_study(session, study_id)
+        rows, _excluded = analysis_rows(session, study)
+        data = _analyze("likert", rows, study.config)
+    assert data["full"]["rater_groups"] == ["expert", "teachers"]
+    assert data["full"]["counts"]["by_rater_group"]["expert"]["n_raters"] == 3
+    teachers = [row for row in rows if row["rater_group"] == "teachers"]
+    assert teachers[0]["ratings"]["relevance"] is None
+    with pytest.raises(InvalidItem, match="line 2"):
+        _import(db, study_id, "worker,item,fluency\nx,story-01-human,3\n", "csv")
+
+
+def test_expert_labels_fill_the_expert_rows_of_the_comparison_agreement_table(
+    db: Database, make_study: Any
+) -> None:
+    from crowd.demo import TASKS
+
+    study_id = _sample_study(db, make_study, "comparison", {"template": "sentiment"})
+    text = (TASKS / "comparison" / "samples" / "expert_labels.csv").read_text()
+    assert _import(db, study_id, text, "csv")["added"] == 30
+    lines = [line.split(",") for line in text.splitlines()[1:]]
+    by_item: dict[str, list[int]] = {}
+    for _worker, item, _group, best in lines:
+        by_item.setdefault(item, []).append(int(best))
+    agreeing = sum(1 for labels in by_item.values() if labels[0] == labels[1])
+    with db.session() as session:
+        study = get_study(session, study_id)
+        rows, _excluded = analysis_rows(session, study)
+        data = _analyze("comparison", rows, study.config)
+    expert = data["full"]["agreement"]["expert_expert"]
+    assert (expert["n_agree"], expert["n_pairs"]) == (agreeing, 15)
+    with pytest.raises(InvalidItem, match="'best' 7 is outside 0..3"):
+        _import(db, study_id, "worker,item,best\nx,sentiment-01,7\n", "csv")
+
+
+def _analyze(hit_type: str, rows: list[dict[str, Any]], config: dict[str, Any]) -> dict[str, Any]:
+    from tasks import get_hit_type
+
+    return get_hit_type(hit_type).analyze(rows, set(), config)
