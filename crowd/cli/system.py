@@ -75,11 +75,15 @@ def create_key(name: str) -> None:
 
 
 @click.command()
-@click.option("--workers", default=40, show_default=True, help="Simulated workers.")
+@click.option("--workers", default=40, show_default=True,
+              help="Simulated workers of the boundary study.")  # fmt: skip
 @click.option("--seed", default=7, show_default=True, help="Random seed of the simulation.")
 @handle_errors
 def demo(workers: int, seed: int) -> None:
-    """Run a boundary study end to end on a simulated crowd and write its report."""
+    """Run boundary, Likert and comparison studies end to end on simulated crowds.
+
+    Data goes to CROWD_DATA_DIR/demo (wiped first); prints each report's main numbers.
+    """
     from crowd.demo import run_demo
 
     run_demo(workers=workers, seed=seed, echo=click.echo)
