@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -144,7 +145,9 @@ def records_from_jsonl(lines: Iterable[str], source: str = "line") -> list[Annot
         where = f"{source} {number}"
         unknown = set(raw) - JSONL_KEYS
         if unknown:
-            raise InvalidItem(f"unknown keys {sorted(unknown)} (allowed: {sorted(JSONL_KEYS)})")
+            raise InvalidItem(
+                f"unknown keys {sorted(unknown)} (allowed: {sorted(JSONL_KEYS)})", where
+            )
         answer = raw.get("answer")
         if not isinstance(answer, dict):
             raise InvalidItem("'answer' must be a JSON object in the HIT type's terms", where)
@@ -394,7 +397,7 @@ def import_roft(
 def import_file(
     session: Session,
     study: Study,
-    handle: TextIO | Iterable[str],
+    text: str,
     fmt: str,
     *,
     rater_group: str = LIVE_RATER_GROUP,
@@ -402,20 +405,24 @@ def import_file(
     max_sentences: int | None = None,
     source: str = "line",
 ) -> ImportSummary:
-    """Import a file of annotations in `fmt` (jsonl, csv or roft) into the study."""
+    """Import a file's text in `fmt` (jsonl, csv or roft) into the study.
+
+    Lines end at "\n" (or "\r\n") only: str.splitlines would also break at form feeds and
+    Unicode separators, which generated text contains inside JSON strings and CSV cells.
+    """
     if fmt == "roft":
         return import_roft(
             session,
             study,
-            handle,
+            io.StringIO(text, newline=""),
             max_sentences=max_sentences,
             rater_group=rater_group,
             skip_duplicates=skip_duplicates,
         )
     if fmt == "jsonl":
-        records = records_from_jsonl(handle, source)
+        records = records_from_jsonl(text.split("\n"), source)
     elif fmt == "csv":
-        records = records_from_csv(handle, source)
+        records = records_from_csv(io.StringIO(text, newline=""), source)
     else:
         raise ValidationError(f"format must be one of {', '.join(FORMATS)}", "format")
     return import_annotations(

@@ -247,15 +247,14 @@ def run_demo(
         for study in studies:
             for name, group in study.imports:
                 path = TASKS / study.hit_type / "samples" / name
-                with open(path, encoding="utf-8", newline="") as handle:
-                    summary = import_file(
-                        session,
-                        get_study(session, ids[study.hit_type]),
-                        handle,
-                        "csv",
-                        rater_group=group,
-                        source=f"{name} line",
-                    )
+                summary = import_file(
+                    session,
+                    get_study(session, ids[study.hit_type]),
+                    path.read_text(encoding="utf-8"),
+                    "csv",
+                    rater_group=group,
+                    source=f"{name} line",
+                )
                 echo(
                     f"study {ids[study.hit_type]}: imported {summary.added} {group} answers "
                     f"by {len(summary.workers)} raters from {name}"

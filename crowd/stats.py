@@ -27,7 +27,9 @@ def refresh_worker(session: Session, worker_id: int, study_id: int) -> dict[str,
         .join(Item, Item.id == Response.item_id)
         .where(Response.worker_id == worker_id, Response.study_id == study_id)
     ).all()
-    real = [score for kind, score, _ in rows if kind != ItemKind.ATTENTION and score is not None]
+    # Practice answers on training examples and attention checks earn no points.
+    scored_kinds = (ItemKind.REAL, ItemKind.GOLD)
+    real = [score for kind, score, _ in rows if kind in scored_kinds and score is not None]
     checks = [
         flags.get("attention_passed") for kind, _, flags in rows if kind == ItemKind.ATTENTION
     ]

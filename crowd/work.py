@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -106,16 +106,18 @@ def next_assignment(
         return open_assignment
 
     seen = select(Assignment.item_id).where(Assignment.worker_id == worker.id)
-    # Training examples come first, all of them, in the experimenter's order.
-    item: Item | None = session.scalar(
+    # Training examples come first, all of them, in the experimenter's order; only while
+    # there is real work left for the worker, since the practice is for that work.
+    training = session.scalar(
         select(Item)
         .where(Item.study_id == study.id, Item.kind == ItemKind.TRAINING, Item.id.not_in(seen))
         .order_by(Item.rank, Item.id)
         .limit(1)
     )
-    if item is not None:
-        item.holders = Item.holders + 1  # every assignment counts, so a return balances
-        return _assign(session, study, worker, item)
+    if training is not None and session.scalar(_open_items(study, seen, category).limit(1)):
+        training.holders = Item.holders + 1  # every assignment counts, so a return balances
+        return _assign(session, study, worker, training)
+    item: Item | None = None
     served, attention_served = session.execute(
         select(
             func.count(Assignment.id),
@@ -165,20 +167,26 @@ def _assign(session: Session, study: Study, worker: Worker, item: Item) -> Assig
     return assignment
 
 
+def _open_items(study: Study, seen: Any, category: str | None) -> Select[Any]:
+    """The ids of real and gold items under their target that the worker has not seen."""
+    default_target = int(study.config.get("annotations_per_item", 1))
+    query = select(Item.id).where(
+        Item.study_id == study.id,
+        Item.kind.in_((ItemKind.REAL, ItemKind.GOLD)),
+        Item.holders < func.coalesce(Item.target, default_target),
+        Item.id.not_in(seen),
+    )
+    if category:
+        query = query.where(Item.category == category)
+    return query
+
+
 def _claim_real_item(
     session: Session, study: Study, worker: Worker, seen: Any, category: str | None
 ) -> Item | None:
     """Lock and take a slot of an item under its target, preferring items already started."""
     default_target = int(study.config.get("annotations_per_item", 1))
-    target = func.coalesce(Item.target, default_target)
-    query = select(Item.id).where(
-        Item.study_id == study.id,
-        Item.kind.in_((ItemKind.REAL, ItemKind.GOLD)),
-        Item.holders < target,
-        Item.id.not_in(seen),
-    )
-    if category:
-        query = query.where(Item.category == category)
+    query = _open_items(study, seen, category)
     # Lower ranks first (one group after another); within a rank, items that have some
     # annotations come first, so items get finished; then by id or at random.
     shuffle = get_hit_type(study.hit_type).shuffle_items(study.config)

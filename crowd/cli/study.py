@@ -124,14 +124,14 @@ def import_annotations(
     _settings, db = open_database()
     handle = sys.stdin if path == "-" else open(path, encoding="utf-8", newline="")  # noqa: SIM115
     with handle:
-        lines = handle.read().splitlines(keepends=True)
+        text = handle.read()
     if fmt == "auto":
-        fmt = _guess_format(path, lines[0] if lines else "")
+        fmt = _guess_format(path, text.split("\n", 1)[0])
     with db.session() as session:
         summary = import_file(
             session,
             get_study(session, study_id),
-            lines,
+            text,
             fmt,
             rater_group=rater_group,
             skip_duplicates=skip_duplicates,

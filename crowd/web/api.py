@@ -108,7 +108,7 @@ def import_annotations(study_id: int) -> Any:
         summary = import_file(
             session,
             study,
-            text.splitlines(keepends=True),
+            text,
             fmt,
             rater_group=request.args.get("rater_group", "crowd"),
             skip_duplicates=skip == "true",

@@ -22,7 +22,10 @@ from typing import Any, TextIO
 from crowd.exceptions import InvalidConfig
 
 FORMATS: tuple[str, ...] = ("jsonl", "csv", "pairwise", "kway")
-TRAINING_KINDS = frozenset({"real", "gold", "training"})
+# Labels a reward model learns from: not attention checks, and not the workers' practice
+# answers on training examples (given before the label was revealed; the analysis skips
+# them too).
+REWARD_KINDS = frozenset({"real", "gold"})
 ID_COLUMNS = ("response_id", "item", "worker", "rater_group", "kind")
 CSV_HEAD = (
     "response_id", "worker", "rater_group", "item", "kind", "category", "source",
@@ -104,14 +107,14 @@ def write(rows: Sequence[Mapping[str, Any]], fmt: str, handle: TextIO) -> int:
     if fmt == "pairwise":
         written = 0
         for row in rows:
-            if row["kind"] not in TRAINING_KINDS:
+            if row["kind"] not in REWARD_KINDS:
                 continue
             for pair in pairwise_rows(row):
                 handle.write(json.dumps(pair, sort_keys=True) + "\n")
                 written += 1
         return written
     if fmt == "kway":
-        kept = [row for row in rows if row["kind"] in TRAINING_KINDS]
+        kept = [row for row in rows if row["kind"] in REWARD_KINDS]
         for row in kept:
             handle.write(json.dumps(kway_row(row), sort_keys=True) + "\n")
         return len(kept)

@@ -64,6 +64,8 @@ class Truth:
 
     utility: dict[str, float]
     best_text: str | None
+    # An attention check names its answer in the text: whoever reads picks it.
+    attention: bool = False
 
 
 def softmax_pick(utilities: Sequence[float], temperature: float, rng: random.Random) -> int:
@@ -89,6 +91,8 @@ def choose(
         return 0
     if behaviour.temperature is None:
         return rng.randrange(len(shown))
+    if behaviour.reads and truth.attention and truth.best_text in shown:
+        return shown.index(truth.best_text)
     utilities = [truth.utility.get(text, 0.0) for text in shown]
     if behaviour.reads and truth.best_text in shown:
         utilities[shown.index(truth.best_text)] = max(utilities) + LABEL_MARGIN
@@ -114,6 +118,7 @@ class ComparisonSimulator(Simulator):
             truths[item_key(str(record["query"]), texts)] = Truth(
                 utility=dict(zip(texts, values, strict=True)),
                 best_text=texts[int(best)] if best is not None else None,
+                attention=record.get("kind") == "attention",
             )
         return truths
 

@@ -156,6 +156,13 @@ def validate_study_config(config: dict[str, Any]) -> dict[str, Any]:
     order = config.get("group_order", "mixed")
     _config_check(order in GROUP_ORDERS, f"must be one of {list(GROUP_ORDERS)}", "group_order")
     groups = config.get("groups")
+    # The order must be fixed up front: learnt from each import, two imports could rank
+    # the same group differently and the design would quietly stop being sequential.
+    _config_check(
+        order != "sequential" or groups is not None,
+        'a sequential study lists its groups in serving order, e.g. "groups": ["human", "gpt2"]',
+        "groups",
+    )
     if groups is not None:
         _config_check(
             order == "sequential",

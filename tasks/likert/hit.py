@@ -89,8 +89,9 @@ class LikertHit(HitType):
     def plan_items(self, specs: list[ItemSpec], options: StudyOptions) -> list[ItemSpec]:
         """Check items against the attributes; for "sequential" rank them group by group.
 
-        Without a `groups` list the groups come in the order they first appear in this import,
-        so a study filled by several imports should list its groups in the config.
+        The rank is the group's place in the config's `groups`, the same in every import.
+        The order is the study's, not each worker's: a worker who arrives once the first
+        group's items are full starts with the next group.
         """
         config = options.extra
         attributes = attributes_of(config)
@@ -98,8 +99,7 @@ class LikertHit(HitType):
             check_item_fits(spec.content, spec.expected, attributes, f"item {spec.external_id}")
         if config.get("group_order", "mixed") != "sequential":
             return specs
-        order: list[str] = list(config.get("groups") or [])
-        explicit = bool(order)
+        order: list[str] = list(config["groups"])
         planned = []
         for spec in specs:
             group = spec.meta.get("group")
@@ -107,13 +107,11 @@ class LikertHit(HitType):
                 planned.append(spec)
                 continue
             if group not in order:
-                if explicit or group is None:
-                    raise InvalidItem(
-                        f"group {group!r} is not in the study's 'groups' {order}: give every "
-                        "item one of those groups, or add the group to the list",
-                        f"item {spec.external_id}",
-                    )
-                order.append(group)
+                raise InvalidItem(
+                    f"group {group!r} is not in the study's 'groups' {order}: give every "
+                    "item one of those groups, or add the group to the list",
+                    f"item {spec.external_id}",
+                )
             planned.append(dataclasses.replace(spec, rank=order.index(group)))
         return planned
 
@@ -260,6 +258,11 @@ class LikertHit(HitType):
             name: _parse_rating(values.get(name), low, high, f"{prefix}{name}")
             for name, (low, high) in scales.items()
         }
+        if all(value is None for value in ratings.values()):
+            # A row with no rating at all is a blank line of a form, not an answer.
+            raise InvalidItem(
+                f"no rating given: rate at least one of {', '.join(scales)}", prefix + "ratings"
+            )
         return {"ratings": ratings, "scales": scales}
 
     def simulator(self) -> Simulator:

@@ -33,7 +33,7 @@ def _responses(db: Database, study_id: int) -> list[Response]:
 def _import(db: Database, study_id: int, text: str, fmt: str, **options: Any) -> dict[str, Any]:
     with db.session() as session:
         study = get_study(session, study_id)
-        summary = import_file(session, study, text.splitlines(keepends=True), fmt, **options)
+        summary = import_file(session, study, text, fmt, **options)
         return summary.to_json()
 
 
@@ -71,6 +71,21 @@ def test_jsonl_answers_become_imported_responses_with_their_times(
         events = session.scalars(select(OutboxEvent)).all()
         assert [e.topic for e in events] == ["responses.imported"]
         assert len(events[0].payload["worker_ids"]) == 2
+
+
+def test_unicode_line_separators_inside_records_are_text_not_line_ends(
+    db: Database, make_study: Any
+) -> None:
+    study_id = make_study([passage("a", 2), passage("b", 3)])
+    jsonl = json.dumps(
+        {"worker": "w1", "item": "a", "answer": {"guess": 2}, "explanation": "odd\u2028turn"},
+        ensure_ascii=False,
+    )
+    assert "\u2028" in jsonl
+    assert _import(db, study_id, jsonl, "jsonl")["added"] == 1
+    csv_text = "worker,item,guess,explanation\r\nw1,b,3,page\x0cbreak\r\n"
+    assert _import(db, study_id, csv_text, "csv")["added"] == 1
+    assert [r.explanation for r in _responses(db, study_id)] == ["odd\u2028turn", "page\x0cbreak"]
 
 
 def test_a_bad_record_anywhere_stores_nothing(db: Database, make_study: Any) -> None:
@@ -258,8 +273,10 @@ def test_a_spreadsheet_of_expert_ratings_becomes_a_rater_group_of_the_likert_ana
     assert data["full"]["counts"]["by_rater_group"]["expert"]["n_raters"] == 3
     teachers = [row for row in rows if row["rater_group"] == "teachers"]
     assert teachers[0]["ratings"]["relevance"] is None
-    with pytest.raises(InvalidItem, match="line 2"):
+    with pytest.raises(InvalidItem, match="line 2.*unknown attribute 'fluency'"):
         _import(db, study_id, "worker,item,fluency\nx,story-01-human,3\n", "csv")
+    with pytest.raises(InvalidItem, match="line 2.*no rating given"):
+        _import(db, study_id, "worker,item,likability\nx,story-01-human,\n", "csv")
 
 
 def test_expert_labels_fill_the_expert_rows_of_the_comparison_agreement_table(

@@ -550,6 +550,20 @@ def test_training_items_come_first_with_feedback_then_real_items_thank(
     assert scores["real1"] is None and scores["train1"] == 0.0 and scores["gold1"] in (0.0, 1.0)
 
 
+def test_no_training_for_a_worker_who_arrives_when_the_real_work_is_taken(
+    client: FlaskClient, auth: dict[str, str], make_comparison_study: Callable[..., int]
+) -> None:
+    records = [item("real1"), item("train1", kind="training", best=3)]
+    study_id = make_comparison_study(records, {"overlap_share": 0})
+    first = join(client, auth, external_id="first")
+    assert next_view(client, first, study_id)["task"]["query"] == "Query of train1:"
+    assert next_view(client, first, study_id)["task"]["query"] == "Query of train1:"  # open
+    pick(client, first, next_view(client, first, study_id), 0)
+    pick(client, first, next_view(client, first, study_id), 0)  # real1, its only slot
+    late = join(client, auth, external_id="late")
+    assert next_view(client, late, study_id)["done"] is True  # no practice for no work
+
+
 def test_stored_best_is_the_canonical_index_of_the_clicked_text_for_every_order(
     client: FlaskClient,
     auth: dict[str, str],
