@@ -287,7 +287,12 @@ def _welch_html(part: Section) -> str:
         "n B",
         "note",
     ]
-    return _table(header, rows)
+    caveat = (
+        "<p class='muted'>Welch's t-test on individual ratings, as in the paper. Ratings of "
+        "one item or by one rater are not independent, so these p-values are optimistic; "
+        "compare per-item means (the tau tables) before trusting a small p.</p>"
+    )
+    return _table(header, rows) + caveat
 
 
 def _bias_html(part: Section) -> str:
