@@ -7,8 +7,11 @@ the "filtered set". `AttentionCheck` applies that rule to (worker, passed) resul
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+_DIGITS = 4  # rounding of the failure rate, as in the task analyses' JSON
 
 
 @dataclass
@@ -43,3 +46,33 @@ class AttentionCheck:
 
     def fit_predict(self, results: Iterable[tuple[str, bool]]) -> set[str]:
         return self.fit(results).failed_workers_
+
+
+def attention_summary(
+    rows: Sequence[Mapping[str, Any]], passed: Callable[[Mapping[str, Any]], bool]
+) -> dict[str, Any]:
+    """How many attention checks were answered and failed, and by which workers.
+
+    `rows` are a task's response rows; those of kind "attention" are the checks, and
+    `passed(row)` decides each one.
+
+    Example:
+        >>> rows = [{"kind": "attention", "worker": "a", "ok": True},
+        ...         {"kind": "attention", "worker": "b", "ok": False},
+        ...         {"kind": "real", "worker": "c", "ok": False}]
+        >>> summary = attention_summary(rows, lambda row: row["ok"])
+        >>> summary["n_checks"], summary["failed_workers"], summary["worker_failure_rate"]
+        (2, ['b'], 0.5)
+    """
+    checks = [row for row in rows if row["kind"] == "attention"]
+    checked = {str(row["worker"]) for row in checks}
+    failed_rows = [row for row in checks if not passed(row)]
+    failed = sorted({str(row["worker"]) for row in failed_rows})
+    return {
+        "n_checks": len(checks),
+        "n_failed_checks": len(failed_rows),
+        "workers_checked": len(checked),
+        "workers_failed": len(failed),
+        "worker_failure_rate": round(len(failed) / len(checked), _DIGITS) if checked else None,
+        "failed_workers": failed,
+    }

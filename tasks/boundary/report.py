@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import pathlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 # Figure is used directly (never pyplot) so rendering touches no global state and needs no display;
@@ -14,6 +11,17 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from tasks.boundary.reasons import REASON_LABELS
+from tasks.report_html import (
+    dec,
+    embed_figures,
+    esc,
+    integer,
+    no_data,
+    page,
+    pct,
+    style,
+    table,
+)
 
 PLOT_FILES: dict[str, str] = {
     "distance": "distance_histogram.png",
@@ -24,21 +32,9 @@ SETS: tuple[tuple[str, str, str], ...] = (
     ("full", "Full set", "#9aa5b1"),
     ("filtered", "Filtered set", "#1f6feb"),
 )
-NO_DATA = "no data"
+STYLE = style(max_width="70rem")
 
 Section = Mapping[str, Any]
-
-
-def _pct(value: Any) -> str:
-    return "n/a" if value is None else f"{100 * float(value):.1f}%"
-
-
-def _dec(value: Any) -> str:
-    return "n/a" if value is None else f"{float(value):.2f}"
-
-
-def _int(value: Any) -> str:
-    return "n/a" if value is None else str(int(value))
 
 
 def _get(section: Section, *path: str) -> Any:
@@ -50,26 +46,6 @@ def _get(section: Section, *path: str) -> Any:
     return current
 
 
-def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _save(fig: Figure, path: pathlib.Path) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100)
-    png = buffer.getvalue()
-    path.write_bytes(png)
-    return png
-
-
-def _no_data(fig: Figure, title: str) -> None:
-    ax = fig.add_subplot()
-    ax.set_title(title)
-    ax.text(0.5, 0.5, NO_DATA, ha="center", va="center", transform=ax.transAxes, fontsize=14)
-    ax.set_xticks([])
-    ax.set_yticks([])
-
-
 def _plot_distance(full: Section, filtered: Section) -> Figure:
     fig = Figure(figsize=(7, 4), layout="tight")
     title = "Guess minus true boundary"
@@ -79,7 +55,7 @@ def _plot_distance(full: Section, filtered: Section) -> Figure:
     }
     keys = [int(k) for hist in histograms.values() for k in hist]
     if not keys:
-        _no_data(fig, title)
+        no_data(fig, title)
         return fig
     xs = list(range(min(keys), max(keys) + 1))
     ax = fig.add_subplot()
@@ -110,7 +86,7 @@ def _plot_means(
         for name, part in (("full", full), ("filtered", filtered))
     }
     if not any(series.values()):
-        _no_data(fig, title)
+        no_data(fig, title)
         return fig
     ax = fig.add_subplot()
     # Offsetting the two sets sideways keeps overlapping error bars readable.
@@ -138,33 +114,23 @@ def _plot_means(
     return fig
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{_esc(cell)}</th>" for cell in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{_esc(cell)}</td>" for cell in row) + "</tr>" for row in rows
-    )
-    if not rows:
-        body = f'<tr><td colspan="{len(header)}">{NO_DATA}</td></tr>'
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 HEADLINE: tuple[tuple[str, tuple[str, ...], Callable[[Any], str]], ...] = (
-    ("Annotations", ("n_annotations",), _int),
-    ("Workers", ("n_workers",), _int),
-    ("Items", ("n_items",), _int),
-    ("Exact accuracy", ("exact_accuracy",), _pct),
-    ("Mean distance (guess - boundary)", ("mean_distance",), _dec),
-    ("Mean points", ("mean_points",), _dec),
-    ("Mean points, top 5% of workers", ("skill_range", "top_5pct_mean"), _dec),
-    ("Mean points, bottom 5% of workers", ("skill_range", "bottom_5pct_mean"), _dec),
-    ("Workers in each 5% group", ("skill_range", "n_workers_each"), _int),
-    ("Items with 2+ annotations", ("agreement", "n_items"), _int),
-    ("Annotation pairs", ("agreement", "n_pairs"), _int),
-    ("Pairs on the same sentence", ("agreement", "same_sentence"), _pct),
-    ("Pairs within one sentence", ("agreement", "within_one"), _pct),
-    ("Explanations", ("explanations", "n_explanations"), _int),
-    ("Unique explanations", ("explanations", "n_unique"), _int),
-    ("Copied explanations", ("explanations", "n_copies"), _int),
+    ("Annotations", ("n_annotations",), integer),
+    ("Workers", ("n_workers",), integer),
+    ("Items", ("n_items",), integer),
+    ("Exact accuracy", ("exact_accuracy",), pct),
+    ("Mean distance (guess - boundary)", ("mean_distance",), dec),
+    ("Mean points", ("mean_points",), dec),
+    ("Mean points, top 5% of workers", ("skill_range", "top_5pct_mean"), dec),
+    ("Mean points, bottom 5% of workers", ("skill_range", "bottom_5pct_mean"), dec),
+    ("Workers in each 5% group", ("skill_range", "n_workers_each"), integer),
+    ("Items with 2+ annotations", ("agreement", "n_items"), integer),
+    ("Annotation pairs", ("agreement", "n_pairs"), integer),
+    ("Pairs on the same sentence", ("agreement", "same_sentence"), pct),
+    ("Pairs within one sentence", ("agreement", "within_one"), pct),
+    ("Explanations", ("explanations", "n_explanations"), integer),
+    ("Unique explanations", ("explanations", "n_unique"), integer),
+    ("Copied explanations", ("explanations", "n_copies"), integer),
 )
 
 
@@ -177,16 +143,16 @@ def _group_table(full: Section, filtered: Section, key: str, label: str) -> str:
         rows.append(
             [
                 name,
-                _int(a.get("n_annotations", 0)),
-                _int(b.get("n_annotations", 0)),
-                _pct(a.get("exact_accuracy")),
-                _pct(b.get("exact_accuracy")),
-                _dec(a.get("mean_distance")),
-                _dec(b.get("mean_distance")),
-                _dec(a.get("mean_points")),
-                _dec(b.get("mean_points")),
-                _pct(_get(a, "agreement", "same_sentence")),
-                _pct(_get(b, "agreement", "same_sentence")),
+                integer(a.get("n_annotations", 0)),
+                integer(b.get("n_annotations", 0)),
+                pct(a.get("exact_accuracy")),
+                pct(b.get("exact_accuracy")),
+                dec(a.get("mean_distance")),
+                dec(b.get("mean_distance")),
+                dec(a.get("mean_points")),
+                dec(b.get("mean_points")),
+                pct(_get(a, "agreement", "same_sentence")),
+                pct(_get(b, "agreement", "same_sentence")),
             ]
         )
     header = [
@@ -202,18 +168,7 @@ def _group_table(full: Section, filtered: Section, key: str, label: str) -> str:
         "same sentence (full)",
         "same sentence (filtered)",
     ]
-    return _table(header, rows)
-
-
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem; max-width: 70rem; color: #1b1f24; }
-table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
-th, td { border: 1px solid #d0d7de; padding: 0.25rem 0.6rem; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
-thead th { background: #f6f8fa; }
-figure { margin: 1rem 0; }
-img { max-width: 100%; }
-"""
+    return table(header, rows)
 
 
 def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> str:
@@ -246,28 +201,21 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
             0.005,
         ),
     }
-    images = []
-    for key, fig in figures.items():
-        png = _save(fig, out_dir / PLOT_FILES[key])
-        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-        images.append(
-            f'<figure><img src="{uri}" alt="{_esc(PLOT_FILES[key])}">'
-            f"<figcaption>{_esc(PLOT_FILES[key])}</figcaption></figure>"
-        )
+    images = embed_figures(figures, out_dir, PLOT_FILES)
 
     failed_workers = attention.get("failed_workers") or []
     caught = ", ".join(str(w) for w in failed_workers) or "none"
     attention_html = (
-        f"<p>{_esc(_int(attention.get('n_checks', 0)))} attention checks answered, "
-        f"{_esc(_int(attention.get('n_failed_checks', 0)))} failed. "
-        f"{_esc(_int(attention.get('workers_failed', 0)))} of "
-        f"{_esc(_int(attention.get('workers_checked', 0)))} checked workers failed at least one "
-        f"(failure rate {_esc(_pct(attention.get('worker_failure_rate')))}).</p>"
-        f"<p>Workers caught: {_esc(caught)}</p>"
-        f"<p>The filtered set leaves out {_esc(_int(excluded.get('n_workers', 0)))} workers "
-        f"and {_esc(_int(excluded.get('n_responses', 0)))} responses.</p>"
+        f"<p>{esc(integer(attention.get('n_checks', 0)))} attention checks answered, "
+        f"{esc(integer(attention.get('n_failed_checks', 0)))} failed. "
+        f"{esc(integer(attention.get('workers_failed', 0)))} of "
+        f"{esc(integer(attention.get('workers_checked', 0)))} checked workers failed at least one "
+        f"(failure rate {esc(pct(attention.get('worker_failure_rate')))}).</p>"
+        f"<p>Workers caught: {esc(caught)}</p>"
+        f"<p>The filtered set leaves out {esc(integer(excluded.get('n_workers', 0)))} workers "
+        f"and {esc(integer(excluded.get('n_responses', 0)))} responses.</p>"
     )
-    headline = _table(
+    headline = table(
         ["Metric", "Full set", "Filtered set"],
         [
             [label, fmt(_get(full, *path)), fmt(_get(filtered, *path))]
@@ -279,13 +227,13 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
         agreement = _get(part, "agreement") or {}
         explanations = _get(part, "explanations") or {}
         return (
-            f"<li>{_esc(name)}: {_esc(_int(agreement.get('n_pairs', 0)))} pairs over "
-            f"{_esc(_int(agreement.get('n_items', 0)))} items; "
-            f"{_esc(_pct(agreement.get('same_sentence')))} chose the same sentence, "
-            f"{_esc(_pct(agreement.get('within_one')))} were within one sentence. "
-            f"{_esc(_int(explanations.get('n_explanations', 0)))} explanations, "
-            f"{_esc(_int(explanations.get('n_unique', 0)))} unique, "
-            f"{_esc(_int(explanations.get('n_copies', 0)))} copies.</li>"
+            f"<li>{esc(name)}: {esc(integer(agreement.get('n_pairs', 0)))} pairs over "
+            f"{esc(integer(agreement.get('n_items', 0)))} items; "
+            f"{esc(pct(agreement.get('same_sentence')))} chose the same sentence, "
+            f"{esc(pct(agreement.get('within_one')))} were within one sentence. "
+            f"{esc(integer(explanations.get('n_explanations', 0)))} explanations, "
+            f"{esc(integer(explanations.get('n_unique', 0)))} unique, "
+            f"{esc(integer(explanations.get('n_copies', 0)))} copies.</li>"
         )
 
     full_reasons = _get(full, "reasons") or {}
@@ -293,16 +241,12 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
     reason_rows = [
         [
             REASON_LABELS.get(tag, tag),
-            _int(full_reasons.get(tag, 0)),
-            _int(filtered_reasons.get(tag, 0)),
+            integer(full_reasons.get(tag, 0)),
+            integer(filtered_reasons.get(tag, 0)),
         ]
         for tag in dict.fromkeys([*full_reasons, *filtered_reasons])
     ]
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{_esc(title)}</title><style>{STYLE}</style></head><body>",
-        f"<h1>{_esc(title)}</h1>",
+    body = [
         "<h2>Attention checks</h2>",
         attention_html,
         "<h2>Full vs filtered set</h2>",
@@ -312,11 +256,10 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
         "<h2>Agreement and explanations</h2>",
         "<ul>" + sentence(full, "Full set") + sentence(filtered, "Filtered set") + "</ul>",
         "<h2>Reasons given</h2>",
-        _table(["Reason", "Full set", "Filtered set"], reason_rows),
+        table(["Reason", "Full set", "Filtered set"], reason_rows),
         "<h2>By category</h2>",
         _group_table(full, filtered, "by_category", "Category"),
         "<h2>By generator</h2>",
         _group_table(full, filtered, "by_generator", "Generator"),
-        "</body></html>",
     ]
-    return "\n".join(parts)
+    return page(title, body, STYLE)

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from qc.attention import attention_summary
+
 Row = Mapping[str, Any]
 
 CROWD = "crowd"
@@ -379,22 +381,6 @@ def _attention_passed(row: Row) -> bool:
     return row.get("expected_best") is not None and int(row["best"]) == int(row["expected_best"])
 
 
-def attention_summary(rows: Sequence[Row]) -> dict[str, Any]:
-    """How many attention checks were answered and failed, and by which workers."""
-    checks = [row for row in rows if row["kind"] == "attention"]
-    checked = {str(row["worker"]) for row in checks}
-    failed_rows = [row for row in checks if not _attention_passed(row)]
-    failed = sorted({str(row["worker"]) for row in failed_rows})
-    return {
-        "n_checks": len(checks),
-        "n_failed_checks": len(failed_rows),
-        "workers_checked": len(checked),
-        "workers_failed": len(failed),
-        "worker_failure_rate": _num(len(failed) / len(checked)) if checked else None,
-        "failed_workers": failed,
-    }
-
-
 def training_summary(rows: Sequence[Row]) -> dict[str, Any]:
     """How often workers matched the experimenter on the training examples, overall and per item."""
     training = [row for row in rows if row["kind"] == "training"]
@@ -429,7 +415,7 @@ def analyze(
         "expert_groups": groups,
         "full": summarize(rows, groups),
         "filtered": summarize(kept, groups),
-        "attention": attention_summary(rows),
+        "attention": attention_summary(rows, _attention_passed),
         "training": training_summary(rows),
         "excluded": {"n_workers": len(excluded & present), "n_responses": len(rows) - len(kept)},
     }

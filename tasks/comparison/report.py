@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import pathlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -13,6 +10,17 @@ from typing import Any
 # Figure is used directly (never pyplot) so rendering touches no global state and needs no
 # display; savefig then picks the Agg canvas for PNG on its own.
 from matplotlib.figure import Figure
+
+from tasks.report_html import (
+    embed_figures,
+    esc,
+    integer,
+    no_data,
+    page,
+    pct,
+    style,
+    table,
+)
 
 PLOT_FILES: dict[str, str] = {
     "agreement": "agreement.png",
@@ -28,18 +36,10 @@ AGREEMENT_ROWS: tuple[tuple[str, str], ...] = (
     ("expert_worker", "Expert - worker"),
     ("expert_expert", "Expert - expert"),
 )
-NO_DATA = "no data"
 MAX_WORKER_ROWS = 500
+STYLE = style(max_width="75rem")
 
 Section = Mapping[str, Any]
-
-
-def _pct(value: Any) -> str:
-    return "n/a" if value is None else f"{100 * float(value):.1f}%"
-
-
-def _int(value: Any) -> str:
-    return "n/a" if value is None else str(int(value))
 
 
 def _ci(entry: Section) -> str:
@@ -47,26 +47,6 @@ def _ci(entry: Section) -> str:
     if low is None or high is None:
         return "n/a"
     return f"{100 * float(low):.1f}-{100 * float(high):.1f}%"
-
-
-def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _save(fig: Figure, path: pathlib.Path) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100)
-    png = buffer.getvalue()
-    path.write_bytes(png)
-    return png
-
-
-def _no_data(fig: Figure, title: str) -> None:
-    ax = fig.add_subplot()
-    ax.set_title(title)
-    ax.text(0.5, 0.5, NO_DATA, ha="center", va="center", transform=ax.transAxes, fontsize=14)
-    ax.set_xticks([])
-    ax.set_yticks([])
 
 
 def _errors(entries: Sequence[Section], key: str = "rate") -> tuple[list[float], list[float]]:
@@ -90,7 +70,7 @@ def _plot_agreement(full: Section, filtered: Section) -> Figure:
     if not any(
         (parts[name].get(key) or {}).get("n_pairs") for name in parts for key, _ in AGREEMENT_ROWS
     ):
-        _no_data(fig, title)
+        no_data(fig, title)
         return fig
     ax = fig.add_subplot()
     xs = list(range(len(AGREEMENT_ROWS)))
@@ -143,7 +123,7 @@ def _plot_win_rates(full: Section, filtered: Section) -> Figure:
         )
     )
     if not names:
-        _no_data(fig, title)
+        no_data(fig, title)
         return fig
     ax = fig.add_subplot()
     for shift, (name, label, color) in zip((-0.12, 0.12), SETS, strict=True):
@@ -178,7 +158,7 @@ def _plot_position(full: Section, filtered: Section) -> Figure:
         for (_, label, color), part in zip(SETS, (full, filtered), strict=True)
     ]
     if not any(bias for _, _, bias in sets):
-        _no_data(fig, title)
+        no_data(fig, title)
         return fig
     ax = fig.add_subplot()
     styles = ("o-", "s--", "^-.", "d:")
@@ -205,34 +185,23 @@ def _plot_position(full: Section, filtered: Section) -> Figure:
     return fig
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: str = "") -> str:
-    head = "".join(f"<th>{_esc(cell)}</th>" for cell in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{_esc(cell)}</td>" for cell in row) + "</tr>" for row in rows
-    )
-    if not rows:
-        body = f'<tr><td colspan="{len(header)}">{NO_DATA}</td></tr>'
-    ident = f' id="{_esc(table_id)}"' if table_id else ""
-    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def _agreement_table(full: Section, filtered: Section) -> str:
     rows = []
     parts = (full.get("agreement") or {}, filtered.get("agreement") or {})
     chance = [part.get("chance") or {} for part in parts]
     rows.append(
         ["Chance (1/K)"]
-        + [cell for c in chance for cell in (_pct(c.get("rate")), "", _int(c.get("n_items")), "")]
+        + [cell for c in chance for cell in (pct(c.get("rate")), "", integer(c.get("n_items")), "")]
     )
     for key, label in AGREEMENT_ROWS:
         cells = [label]
         for part in parts:
             entry = part.get(key) or {}
             cells += [
-                _pct(entry.get("rate")),
+                pct(entry.get("rate")),
                 _ci(entry),
-                _int(entry.get("n_items", 0)),
-                _int(entry.get("n_pairs", 0)),
+                integer(entry.get("n_items", 0)),
+                integer(entry.get("n_pairs", 0)),
             ]
         rows.append(cells)
     header = ["Agreement"] + [
@@ -240,7 +209,7 @@ def _agreement_table(full: Section, filtered: Section) -> str:
         for name in ("full", "filtered")
         for column in ("rate", "95% CI", "items", "pairs")
     ]
-    return _table(header, rows, "agreement")
+    return table(header, rows, table_id="agreement")
 
 
 def _win_table(part: Section) -> str:
@@ -248,11 +217,11 @@ def _win_table(part: Section) -> str:
         [
             f"{e['policy_a']} vs {e['policy_b']}",
             str(e["k"]),
-            _int(e["n_items"]),
-            _int(e["wins_a"]),
-            _int(e["wins_b"]),
-            _int(e["ties"]),
-            _pct(e.get("win_rate_a")),
+            integer(e["n_items"]),
+            integer(e["wins_a"]),
+            integer(e["wins_b"]),
+            integer(e["ties"]),
+            pct(e.get("win_rate_a")),
             _ci(e),
             ", ".join(f"{n}: {c}" for n, c in (e.get("labels_per_item") or {}).items()),
         ]
@@ -262,7 +231,7 @@ def _win_table(part: Section) -> str:
         "Policies (A vs B)", "K", "items", "wins A", "wins B", "ties", "win rate A", "95% CI",
         "labels per item (labels: items)",
     ]  # fmt: skip
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def _counts_table(full: Section, filtered: Section) -> str:
@@ -275,26 +244,26 @@ def _counts_table(full: Section, filtered: Section) -> str:
         ("Gold items (experimenter label)", "n_gold_items"),
         ("Crowd labels on gold items", "n_gold_labels"),
     )
-    rows = [[label, _int(full.get(key)), _int(filtered.get(key))] for label, key in keys]
+    rows = [[label, integer(full.get(key)), integer(filtered.get(key))] for label, key in keys]
     rows.append(
         [
             "Crowd accuracy on gold",
-            _pct(full.get("gold_accuracy")),
-            _pct(filtered.get("gold_accuracy")),
+            pct(full.get("gold_accuracy")),
+            pct(filtered.get("gold_accuracy")),
         ]
     )
-    return _table(["Count", "Full set", "Filtered set"], rows)
+    return table(["Count", "Full set", "Filtered set"], rows)
 
 
 def _worker_table(part: Section) -> str:
     rows = [
         [
             w["worker"],
-            _int(w["labels"]),
-            f"{_pct(w.get('worker_agreement'))} ({_int(w.get('worker_pairs'))})",
-            f"{_pct(w.get('expert_agreement'))} ({_int(w.get('expert_pairs'))})",
-            _pct(w.get("gold_accuracy")),
-            f"{_pct(w.get('first_share'))} (chance {_pct(w.get('first_chance'))})",
+            integer(w["labels"]),
+            f"{pct(w.get('worker_agreement'))} ({integer(w.get('worker_pairs'))})",
+            f"{pct(w.get('expert_agreement'))} ({integer(w.get('expert_pairs'))})",
+            pct(w.get("gold_accuracy")),
+            f"{pct(w.get('first_share'))} (chance {pct(w.get('first_chance'))})",
         ]
         for w in (part.get("workers") or [])[:MAX_WORKER_ROWS]
     ]
@@ -302,18 +271,7 @@ def _worker_table(part: Section) -> str:
         "Worker", "labels", "agreement with workers (pairs)", "agreement with experts (pairs)",
         "gold accuracy", "picks of the first shown",
     ]  # fmt: skip
-    return _table(header, rows, "workers")
-
-
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem; max-width: 75rem; color: #1b1f24; }
-table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
-th, td { border: 1px solid #d0d7de; padding: 0.25rem 0.6rem; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
-thead th { background: #f6f8fa; }
-figure { margin: 1rem 0; }
-img { max-width: 100%; }
-"""
+    return table(header, rows, table_id="workers")
 
 
 def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> str:
@@ -332,47 +290,36 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
         "win_rates": _plot_win_rates(full, filtered),
         "position": _plot_position(full, filtered),
     }
-    images = []
-    for key, fig in figures.items():
-        png = _save(fig, out_dir / PLOT_FILES[key])
-        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-        images.append(
-            f'<figure><img src="{uri}" alt="{_esc(PLOT_FILES[key])}">'
-            f"<figcaption>{_esc(PLOT_FILES[key])}</figcaption></figure>"
-        )
+    images = embed_figures(figures, out_dir, PLOT_FILES)
 
     caught = ", ".join(str(w) for w in attention.get("failed_workers") or []) or "none"
     rule_rows = [
-        [name, _int(entry.get("workers")), _int(entry.get("responses"))]
+        [name, integer(entry.get("workers")), integer(entry.get("responses"))]
         for name, entry in sorted(rules.items())
     ]
     quality = (
-        f"<p>{_esc(_int(attention.get('n_checks', 0)))} attention checks answered, "
-        f"{_esc(_int(attention.get('n_failed_checks', 0)))} failed; "
-        f"{_esc(_int(attention.get('workers_failed', 0)))} of "
-        f"{_esc(_int(attention.get('workers_checked', 0)))} checked workers failed at least one "
-        f"({_esc(_pct(attention.get('worker_failure_rate')))}). "
-        f"Workers caught: {_esc(caught)}.</p>"
-        f"<p>Training examples: {_esc(_int(training.get('n_labels', 0)))} answers by "
-        f"{_esc(_int(training.get('n_workers', 0)))} workers matched the experimenter "
-        f"{_esc(_pct(training.get('accuracy')))} of the time.</p>"
-        f"<p>The filtered set leaves out {_esc(_int(excluded.get('n_workers', 0)))} workers "
-        f"and {_esc(_int(excluded.get('n_responses', 0)))} responses.</p>"
-        + (_table(["QC rule", "workers removed", "responses removed"], rule_rows) if rules else "")
+        f"<p>{esc(integer(attention.get('n_checks', 0)))} attention checks answered, "
+        f"{esc(integer(attention.get('n_failed_checks', 0)))} failed; "
+        f"{esc(integer(attention.get('workers_failed', 0)))} of "
+        f"{esc(integer(attention.get('workers_checked', 0)))} checked workers failed at least one "
+        f"({esc(pct(attention.get('worker_failure_rate')))}). "
+        f"Workers caught: {esc(caught)}.</p>"
+        f"<p>Training examples: {esc(integer(training.get('n_labels', 0)))} answers by "
+        f"{esc(integer(training.get('n_workers', 0)))} workers matched the experimenter "
+        f"{esc(pct(training.get('accuracy')))} of the time.</p>"
+        f"<p>The filtered set leaves out {esc(integer(excluded.get('n_workers', 0)))} workers "
+        f"and {esc(integer(excluded.get('n_responses', 0)))} responses.</p>"
+        + (table(["QC rule", "workers removed", "responses removed"], rule_rows) if rules else "")
     )
     experts = ", ".join(str(g) for g in data.get("expert_groups") or []) or "none"
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{_esc(title)}</title><style>{STYLE}</style></head><body>",
-        f"<h1>{_esc(title)}</h1>",
+    body = [
         "<h2>Quality control</h2>",
         quality,
         "<h2>Counts</h2>",
         _counts_table(full, filtered),
         "<h2>Agreement</h2>",
         f"<p>Share of label pairs on the same item that pick the same candidate. Experts: rater "
-        f"groups {_esc(experts)} and the experimenter's label on gold items. Intervals resample "
+        f"groups {esc(experts)} and the experimenter's label on gold items. Intervals resample "
         "whole items, since the pairs of one item share labels.</p>",
         _agreement_table(full, filtered),
         "<h2>Model-vs-model win rates</h2>",
@@ -386,6 +333,5 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
         *images,
         "<h2>Workers (full set, for QC)</h2>",
         _worker_table(full),
-        "</body></html>",
     ]
-    return "\n".join(parts)
+    return page(title, body, STYLE)

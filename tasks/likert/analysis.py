@@ -36,6 +36,8 @@ import krippendorff
 import numpy as np
 from scipy import stats
 
+from qc.attention import attention_summary
+
 Row = Mapping[str, Any]
 
 DEFAULT_RATER_GROUP = "crowd"
@@ -466,22 +468,6 @@ def _passed(row: Row) -> bool:
     return wanted is not None and bool(values) and all(v == wanted for v in values)
 
 
-def attention_summary(rows: Sequence[Row]) -> dict[str, Any]:
-    """How many attention checks were failed, and by which workers."""
-    checks = [row for row in rows if row["kind"] == "attention"]
-    checked = {str(row["worker"]) for row in checks}
-    failed_rows = [row for row in checks if not _passed(row)]
-    failed = sorted({str(row["worker"]) for row in failed_rows})
-    return {
-        "n_checks": len(checks),
-        "n_failed_checks": len(failed_rows),
-        "workers_checked": len(checked),
-        "workers_failed": len(failed),
-        "worker_failure_rate": _num(len(failed) / len(checked)) if checked else None,
-        "failed_workers": failed,
-    }
-
-
 def analyze(rows: Sequence[Row], excluded_workers: set[str]) -> dict[str, Any]:
     """Full-set and filtered-set statistics plus the attention-check and exclusion counts."""
     _check_rows(rows)
@@ -491,7 +477,7 @@ def analyze(rows: Sequence[Row], excluded_workers: set[str]) -> dict[str, Any]:
     return {
         "full": summarize(rows),
         "filtered": summarize(kept),
-        "attention": attention_summary(rows),
+        "attention": attention_summary(rows, _passed),
         "excluded": {
             "n_workers": len(excluded & present),
             "n_responses": len(rows) - len(kept),

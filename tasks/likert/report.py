@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import pathlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -15,6 +12,18 @@ import numpy as np
 # display; savefig picks the Agg canvas for PNG on its own.
 from matplotlib.figure import Figure
 
+from tasks.report_html import (
+    dec,
+    embed_figures,
+    esc,
+    integer,
+    no_data,
+    page,
+    pct,
+    style,
+    table,
+)
+
 PLOT_FILES: dict[str, str] = {
     "means_full": "means_full.png",
     "means_filtered": "means_filtered.png",
@@ -22,24 +31,12 @@ PLOT_FILES: dict[str, str] = {
     "bias": "rater_bias.png",
 }
 SETS: tuple[tuple[str, str], ...] = (("full", "Full set"), ("filtered", "Filtered set"))
-NO_DATA = "no data"
 ALL_ITEMS = "all"
 MAX_BIAS_ROWS = 200
 COLORS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#57606a", "#bf3989")
+STYLE = style(max_width="80rem", extra="small { color: #57606a; }\n")
 
 Section = Mapping[str, Any]
-
-
-def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _dec(value: Any, digits: int = 2) -> str:
-    return "n/a" if value is None else f"{float(value):.{digits}f}"
-
-
-def _pct(value: Any) -> str:
-    return "n/a" if value is None else f"{100 * float(value):.1f}%"
 
 
 def _pval(value: Any) -> str:
@@ -48,32 +45,8 @@ def _pval(value: Any) -> str:
     return "<0.0001" if float(value) < 1e-4 else f"{float(value):.4f}"
 
 
-def _int(value: Any) -> str:
-    return "n/a" if value is None else str(int(value))
-
-
 def _item_group(value: Any) -> str:
     return ALL_ITEMS if value is None else str(value)
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], raw: bool = False) -> str:
-    """An HTML table; cells are escaped unless `raw` (cells built from escaped parts)."""
-    head = "".join(f"<th>{_esc(cell)}</th>" for cell in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{cell if raw else _esc(cell)}</td>" for cell in row) + "</tr>"
-        for row in rows
-    )
-    if not rows:
-        body = f'<tr><td colspan="{len(header)}">{NO_DATA}</td></tr>'
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _no_data(fig: Figure, title: str) -> None:
-    ax = fig.add_subplot()
-    ax.set_title(title)
-    ax.text(0.5, 0.5, NO_DATA, ha="center", va="center", transform=ax.transAxes, fontsize=14)
-    ax.set_xticks([])
-    ax.set_yticks([])
 
 
 def plot_means(part: Section, title: str) -> Figure:
@@ -83,7 +56,7 @@ def plot_means(part: Section, title: str) -> Figure:
     cells = [d for d in part.get("descriptives") or [] if d.get("item_group") is not None]
     series = list(dict.fromkeys((d["rater_group"], d["item_group"]) for d in cells))
     if not attributes or not series:
-        _no_data(fig, title)
+        no_data(fig, title)
         return fig
     lookup = {(d["rater_group"], d["item_group"], d["attribute"]): d for d in cells}
     ax = fig.add_subplot()
@@ -135,7 +108,7 @@ def plot_agreement(data: Section) -> Figure:
         for a in entries:
             bars.append((f"{a['rater_group']}: {a['attribute']}", label, a["alpha_interval"]))
     if not bars:
-        _no_data(fig, title)
+        no_data(fig, title)
         return fig
     ax = fig.add_subplot()
     names = list(dict.fromkeys(name for name, _, _ in bars))
@@ -172,7 +145,7 @@ def plot_bias(data: Section) -> Figure:
                 by_attribute.setdefault(b["attribute"], []).append(float(b["bias"]))
         panels.append((label, by_attribute))
     if not any(values for _, by in panels for values in by.values()):
-        _no_data(fig, title)
+        no_data(fig, title)
         return fig
     axes = fig.subplots(1, 2, sharey=True)
     everything = [v for _, by in panels for values in by.values() for v in values]
@@ -199,30 +172,22 @@ def plot_bias(data: Section) -> Figure:
     return fig
 
 
-def _save(fig: Figure, path: pathlib.Path) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100)
-    png = buffer.getvalue()
-    path.write_bytes(png)
-    return png
-
-
 def paper_table_html(part: Section) -> str:
     """Rows rater group × item group, columns attribute; cells mean (std), α, % exact."""
     attributes = list(part.get("attributes") or [])
     rows = []
     for row in part.get("table") or []:
-        cells = [_esc(row["rater_group"]), _esc(_item_group(row["item_group"]))]
+        cells = [esc(row["rater_group"]), esc(_item_group(row["item_group"]))]
         for attribute in attributes:
             c = row["cells"].get(attribute) or {}
             cells.append(
-                f"{_esc(_dec(c.get('mean')))} ({_esc(_dec(c.get('std')))})<br>"
-                f"<small>α int {_esc(_dec(c.get('alpha_interval')))} · "
-                f"ord {_esc(_dec(c.get('alpha_ordinal')))} · "
-                f"exact {_esc(_pct(c.get('exact')))} · n {_esc(_int(c.get('n')))}</small>"
+                f"{esc(dec(c.get('mean')))} ({esc(dec(c.get('std')))})<br>"
+                f"<small>α int {esc(dec(c.get('alpha_interval')))} · "
+                f"ord {esc(dec(c.get('alpha_ordinal')))} · "
+                f"exact {esc(pct(c.get('exact')))} · n {esc(integer(c.get('n')))}</small>"
             )
         rows.append(cells)
-    return _table(["Rater group", "Item group", *attributes], rows, raw=True)
+    return table(["Rater group", "Item group", *attributes], rows, raw=True)
 
 
 def _tau_between_html(part: Section) -> str:
@@ -231,14 +196,14 @@ def _tau_between_html(part: Section) -> str:
             t["group_a"],
             t["group_b"],
             t["attribute"],
-            _dec(t["tau"], 3),
+            dec(t["tau"], 3),
             _pval(t["p"]),
-            _int(t["n_items"]),
+            integer(t["n_items"]),
             t.get("note") or "",
         ]
         for t in part.get("tau_between_groups") or []
     ]
-    return _table(["Rater group A", "Rater group B", "Attribute", "τ", "p", "items", "note"], rows)
+    return table(["Rater group A", "Rater group B", "Attribute", "τ", "p", "items", "note"], rows)
 
 
 def _tau_within_html(part: Section) -> str:
@@ -246,15 +211,15 @@ def _tau_within_html(part: Section) -> str:
         [
             t["rater_group"],
             t["attribute"],
-            _dec(t["mean_tau"], 3),
-            _int(t["n_pairs"]),
-            _int(t["n_undefined"]),
-            _int(t["n_raters"]),
+            dec(t["mean_tau"], 3),
+            integer(t["n_pairs"]),
+            integer(t["n_undefined"]),
+            integer(t["n_raters"]),
         ]
         for t in part.get("tau_within_groups") or []
     ]
     header = ["Rater group", "Attribute", "mean pairwise τ", "pairs", "undefined pairs", "raters"]
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def _welch_html(part: Section) -> str:
@@ -264,12 +229,12 @@ def _welch_html(part: Section) -> str:
             w["attribute"],
             w["group_a"],
             w["group_b"],
-            _dec(w["mean_a"]),
-            _dec(w["mean_b"]),
-            _dec(w["t"], 3),
+            dec(w["mean_a"]),
+            dec(w["mean_b"]),
+            dec(w["t"], 3),
             _pval(w["p"]),
-            _int(w["n1"]),
-            _int(w["n2"]),
+            integer(w["n1"]),
+            integer(w["n2"]),
             w.get("note") or "",
         ]
         for w in part.get("welch") or []
@@ -292,7 +257,7 @@ def _welch_html(part: Section) -> str:
         "one item or by one rater are not independent, so these p-values are optimistic; "
         "compare per-item means (the tau tables) before trusting a small p.</p>"
     )
-    return _table(header, rows) + caveat
+    return table(header, rows) + caveat
 
 
 def _bias_html(part: Section) -> str:
@@ -303,9 +268,9 @@ def _bias_html(part: Section) -> str:
             b["rater_group"],
             b["worker"],
             b["attribute"],
-            _dec(b["bias"]),
-            _dec(b["mean"]),
-            _int(b["n"]),
+            dec(b["bias"]),
+            dec(b["mean"]),
+            integer(b["n"]),
         ]
         for b in biases[:MAX_BIAS_ROWS]
     ]
@@ -315,22 +280,22 @@ def _bias_html(part: Section) -> str:
         else ""
     )
     header = ["Rater group", "Rater", "Attribute", "bias", "rater's mean", "n compared"]
-    return note + _table(header, rows)
+    return note + table(header, rows)
 
 
 def _counts_html(part: Section) -> str:
     counts = part.get("counts") or {}
     line = (
-        f"<p>{_int(counts.get('n_ratings', 0))} ratings ({_int(counts.get('n_missing', 0))} "
-        f"missing) in {_int(counts.get('n_responses', 0))} responses by "
-        f"{_int(counts.get('n_raters', 0))} raters on {_int(counts.get('n_items', 0))} items."
+        f"<p>{integer(counts.get('n_ratings', 0))} ratings ({integer(counts.get('n_missing', 0))} "
+        f"missing) in {integer(counts.get('n_responses', 0))} responses by "
+        f"{integer(counts.get('n_raters', 0))} raters on {integer(counts.get('n_items', 0))} items."
         "</p>"
     )
     rows = [
-        [group, _int(c.get("n_raters")), _int(c.get("n_items")), _int(c.get("n_ratings"))]
+        [group, integer(c.get("n_raters")), integer(c.get("n_items")), integer(c.get("n_ratings"))]
         for group, c in (counts.get("by_rater_group") or {}).items()
     ]
-    return line + _table(["Rater group", "raters", "items", "ratings"], rows)
+    return line + table(["Rater group", "raters", "items", "ratings"], rows)
 
 
 def _filters_html(data: Section) -> str:
@@ -338,34 +303,22 @@ def _filters_html(data: Section) -> str:
     excluded = data.get("excluded") or {}
     failed = ", ".join(str(w) for w in attention.get("failed_workers") or []) or "none"
     parts = [
-        f"<p>{_esc(_int(attention.get('n_checks', 0)))} attention checks answered, "
-        f"{_esc(_int(attention.get('n_failed_checks', 0)))} failed; "
-        f"{_esc(_int(attention.get('workers_failed', 0)))} of "
-        f"{_esc(_int(attention.get('workers_checked', 0)))} checked workers failed at least one "
-        f"({_esc(_pct(attention.get('worker_failure_rate')))}). Failed: {_esc(failed)}.</p>",
-        f"<p>The filtered set leaves out {_esc(_int(excluded.get('n_workers', 0)))} workers "
-        f"and {_esc(_int(excluded.get('n_responses', 0)))} responses.</p>",
+        f"<p>{esc(integer(attention.get('n_checks', 0)))} attention checks answered, "
+        f"{esc(integer(attention.get('n_failed_checks', 0)))} failed; "
+        f"{esc(integer(attention.get('workers_failed', 0)))} of "
+        f"{esc(integer(attention.get('workers_checked', 0)))} checked workers failed at least one "
+        f"({esc(pct(attention.get('worker_failure_rate')))}). Failed: {esc(failed)}.</p>",
+        f"<p>The filtered set leaves out {esc(integer(excluded.get('n_workers', 0)))} workers "
+        f"and {esc(integer(excluded.get('n_responses', 0)))} responses.</p>",
     ]
     rules = data.get("rules") or {}
     if rules:
         rows = [
-            [name, _int(rule.get("workers")), _int(rule.get("responses"))]
+            [name, integer(rule.get("workers")), integer(rule.get("responses"))]
             for name, rule in rules.items()
         ]
-        parts.append(_table(["Rule", "workers removed", "their responses"], rows))
+        parts.append(table(["Rule", "workers removed", "their responses"], rows))
     return "".join(parts)
-
-
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem; max-width: 80rem; color: #1b1f24; }
-table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
-th, td { border: 1px solid #d0d7de; padding: 0.25rem 0.6rem; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
-thead th { background: #f6f8fa; }
-small { color: #57606a; }
-figure { margin: 1rem 0; }
-img { max-width: 100%; }
-"""
 
 
 def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> str:
@@ -378,34 +331,22 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
         "agreement": plot_agreement(data),
         "bias": plot_bias(data),
     }
-    images = []
-    for key, fig in figures.items():
-        png = _save(fig, out_dir / PLOT_FILES[key])
-        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-        images.append(
-            f'<figure><img src="{uri}" alt="{_esc(PLOT_FILES[key])}">'
-            f"<figcaption>{_esc(PLOT_FILES[key])}</figcaption></figure>"
-        )
+    images = embed_figures(figures, out_dir, PLOT_FILES)
     study = data.get("study") or {}
     config = study.get("config") or {}
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{_esc(title)}</title><style>{STYLE}</style></head><body>",
-        f"<h1>{_esc(title)}</h1>",
-    ]
+    parts: list[str] = []
     if config:
         parts.append(
-            f"<p>Template: {_esc(config.get('template') or 'custom')} · groups served "
-            f"{_esc(config.get('group_order', 'mixed'))} · "
-            f"{_esc(config.get('annotations_per_item', 'n/a'))} raters per item.</p>"
+            f"<p>Template: {esc(config.get('template') or 'custom')} · groups served "
+            f"{esc(config.get('group_order', 'mixed'))} · "
+            f"{esc(config.get('annotations_per_item', 'n/a'))} raters per item.</p>"
         )
     parts += ["<h2>Attention checks and filters</h2>", _filters_html(data)]
     parts += ["<h2>Plots</h2>", *images]
     for key, label in SETS:
         part: Section = data.get(key) or {}
         parts += [
-            f"<h2>{_esc(label)}</h2>",
+            f"<h2>{esc(label)}</h2>",
             _counts_html(part),
             "<h3>Ratings by rater group and item group</h3>",
             "<p>Mean (standard deviation); Krippendorff's α interval and ordinal; share of "
@@ -422,5 +363,4 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
             "on the same item); largest first.</p>",
             _bias_html(part),
         ]
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return page(title, parts, STYLE)

@@ -9,27 +9,26 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import select
 
 from crowd.storage import Database, Response
 from tests.conftest import passage
+from tests.web.conftest import (
+    BROWSER_MARKS,
+    ONE_PASS,
+    ResponseLog,
+    carries_json,
+    click_step,
+    json_keys,
+    open_and_join,
+)
 
-CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = BROWSER_MARKS
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"headless browser tests need {CHROMIUM}"),
-]
-
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-
-TIMEOUT_MS = 5_000
 PLAYER = "Ada Tester"
 SECRET_KEYS = {"boundary", "expected"}
 
@@ -41,55 +40,23 @@ def marked(item_id: str, boundary: int, n: int, word: str) -> dict[str, Any]:
     return record
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context()
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    yield page
-    context.close()
-
-
-class Recorder:
+class Recorder(ResponseLog):
     """Every response body the page receives, plus DOM and script snapshots, by phase."""
 
     def __init__(self, page: Any) -> None:
-        self.page = page
-        self.pending: list[Any] = []
+        super().__init__(page)
         self.records: list[dict[str, Any]] = []
-        page.on("response", self._seen)
-
-    def _seen(self, response: Any) -> None:
-        self.pending.append(response)
 
     def snapshot(self, phase: str) -> None:
         """Read the bodies of responses seen so far, then the page's HTML and scripts."""
-        pending, self.pending[:] = list(self.pending), []
-        for response in pending:
+        for response, body in self.read():
             kind = response.request.resource_type
-            if kind not in ("document", "script", "xhr", "fetch"):
-                continue
-            try:
-                body = response.text()
-            except Exception:  # a redirect or a body the browser dropped: nothing to read
-                body = ""
             self.records.append(
                 {
                     "phase": phase,
                     "what": f"{kind} {response.request.method} {response.url}",
                     "body": body,
-                    "json": "json" in (response.headers.get("content-type") or ""),
+                    "json": carries_json(response),
                 }
             )
         self.records.append(
@@ -106,14 +73,6 @@ class Recorder:
 
     def bodies(self, phases: set[str]) -> list[dict[str, Any]]:
         return [record for record in self.records if record["phase"] in phases]
-
-
-def json_keys(value: Any) -> set[str]:
-    if isinstance(value, dict):
-        return set(value) | {key for child in value.values() for key in json_keys(child)}
-    if isinstance(value, list):
-        return {key for child in value for key in json_keys(child)}
-    return set()
 
 
 def assert_no_leak(
@@ -136,21 +95,6 @@ def passage_texts(page: Any, selector: str) -> list[str]:
     return [text.strip() for text in page.locator(f"{selector} li").all_inner_texts()]
 
 
-def open_and_join(page: Any, base_url: str, study_id: int, name: str) -> None:
-    page.goto(f"{base_url}/play/{study_id}")
-    page.wait_for_selector("#join:not(.hidden)")
-    page.fill("#name", name)
-    with page.expect_response(lambda r: r.url.endswith("/next")):
-        page.click("#join-button")
-    page.wait_for_selector("#task:not(.hidden)")
-
-
-def click_step(page: Any, button: str) -> None:
-    with page.expect_response(lambda r: r.url.endswith("/step")) as info:
-        page.click(button)
-    assert info.value.ok, info.value.text()
-
-
 def only_response(db: Database) -> Response:
     with db.session() as session:
         responses = session.scalars(select(Response)).all()
@@ -161,15 +105,11 @@ def only_response(db: Database) -> Response:
 
 
 def test_machine_guess_round_reveals_one_sentence_at_a_time_and_never_leaks(
-    page: Any, live_server: Any, make_study: Callable[..., int], db: Database
+    page: Any, live_server: Any, local_study: Callable[..., int], db: Database
 ) -> None:
     sentences = marked("story", boundary=3, n=6, word="alpha")["sentences"]
     markers = [f"alpha{i}" for i in range(6)]
-    study_id = make_study(
-        items=[marked("story", boundary=3, n=6, word="alpha")],
-        config={"annotations_per_item": 1, "attention_rate": 0.0},
-        providers=("local",),
-    )
+    study_id = local_study("boundary", [marked("story", boundary=3, n=6, word="alpha")], ONE_PASS)
     started = datetime.now().astimezone()
     recorder = Recorder(page)
 
@@ -247,15 +187,11 @@ def test_machine_guess_round_reveals_one_sentence_at_a_time_and_never_leaks(
 
 
 def test_all_human_round_needs_no_explanation_and_scores_five(
-    page: Any, live_server: Any, make_study: Callable[..., int], db: Database
+    page: Any, live_server: Any, local_study: Callable[..., int], db: Database
 ) -> None:
     n = 4
     record = marked("human", boundary=n, n=n, word="beta")
-    study_id = make_study(
-        items=[record],
-        config={"annotations_per_item": 1, "attention_rate": 0.0},
-        providers=("local",),
-    )
+    study_id = local_study("boundary", [record], ONE_PASS)
     open_and_join(page, live_server.url, study_id, PLAYER)
     for step in range(1, n):
         click_step(page, "#human")
@@ -279,13 +215,9 @@ def test_all_human_round_needs_no_explanation_and_scores_five(
 
 
 def test_profile_and_leaderboard_show_the_player_after_a_round(
-    page: Any, live_server: Any, make_study: Callable[..., int]
+    page: Any, live_server: Any, local_study: Callable[..., int]
 ) -> None:
-    study_id = make_study(
-        items=[marked("short", boundary=1, n=3, word="gamma")],
-        config={"annotations_per_item": 1, "attention_rate": 0.0},
-        providers=("local",),
-    )
+    study_id = local_study("boundary", [marked("short", boundary=1, n=3, word="gamma")], ONE_PASS)
     open_and_join(page, live_server.url, study_id, PLAYER)
     click_step(page, "#human")
     page.wait_for_function("document.querySelectorAll('#passage li').length === 2")

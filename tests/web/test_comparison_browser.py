@@ -8,29 +8,26 @@ may carry the policies that wrote the candidates or a training item's label.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import pytest
 from sqlalchemy import select
 
-from crowd.accounts import authenticate
-from crowd.storage import Database, Item, Response, Study
-from crowd.studies import create_study, import_items, publish
+from crowd.storage import Database, Item, Response
+from tests.web.conftest import (
+    BROWSER_MARKS,
+    ResponseLog,
+    carries_json,
+    click_step,
+    json_keys,
+    open_and_join,
+)
 
-CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = BROWSER_MARKS
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"headless browser tests need {CHROMIUM}"),
-]
-
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-
-TIMEOUT_MS = 5_000
 POLICIES = ("policyzebra", "policyquokka")
 REAL = (("harbour", "south", 2), ("forest", "north", 0), ("market", "west", 3))
+CONFIG = {"template": "sentiment", "overlap_share": 0}
 SECRET_KEYS = {"best", "expected", "policies", "policy", "meta", "right_text"}
 
 
@@ -50,73 +47,11 @@ def record(item_id: str, kind: str = "real", best: int | None = None) -> dict[st
     return data
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context()
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    yield page
-    context.close()
-
-
-@pytest.fixture
-def comparison_study(db: Database, api_key: str) -> Callable[[list[dict[str, Any]]], int]:
-    def factory(records: list[dict[str, Any]]) -> int:
-        with db.session() as session:
-            experimenter = authenticate(session, api_key)
-            study: Study = create_study(
-                session, experimenter, "browser comparison", "comparison",
-                {"template": "sentiment", "overlap_share": 0},
-            )  # fmt: skip
-            import_items(session, study, records)
-            publish(session, study, ("local",))
-            return study.id
-
-    return factory
-
-
-def json_keys(value: Any) -> set[str]:
-    if isinstance(value, dict):
-        return set(value) | {key for child in value.values() for key in json_keys(child)}
-    if isinstance(value, list):
-        return {key for child in value for key in json_keys(child)}
-    return set()
-
-
-class Bodies:
+class Bodies(ResponseLog):
     """Every document, script and API body the page receives, plus the live DOM on demand."""
 
-    def __init__(self, page: Any) -> None:
-        self.page = page
-        self.pending: list[Any] = []
-        page.on("response", self._seen)
-
-    def _seen(self, response: Any) -> None:
-        self.pending.append(response)
-
     def take(self) -> list[tuple[str, str, bool]]:
-        seen, self.pending[:] = list(self.pending), []
-        bodies = []
-        for response in seen:
-            if response.request.resource_type not in ("document", "script", "xhr", "fetch"):
-                continue
-            try:
-                body = response.text()
-            except Exception:  # a redirect or a body the browser dropped: nothing to read
-                body = ""
-            is_json = "json" in (response.headers.get("content-type") or "")
-            bodies.append((response.url, body, is_json))
+        bodies = [(response.url, body, carries_json(response)) for response, body in self.read()]
         bodies.append(("page HTML", self.page.content(), False))
         return bodies
 
@@ -133,11 +68,9 @@ def assert_nothing_secret(bodies: list[tuple[str, str, bool]]) -> None:
 
 def click_text(page: Any, text: str) -> Any:
     button = page.locator("#candidates button.candidate", has_text=text)
-    with page.expect_response(lambda r: r.url.endswith("/step")) as info:
-        button.click()
-    assert info.value.ok, info.value.text()
+    response = click_step(page, button)
     page.wait_for_selector("#feedback:not(.hidden)")
-    return json.loads(info.value.text())
+    return json.loads(response.text())
 
 
 def stored(db: Database, item_id: str) -> dict[str, Any]:
@@ -153,19 +86,15 @@ def stored(db: Database, item_id: str) -> dict[str, Any]:
 def test_player_clicks_by_text_and_the_stored_best_is_its_canonical_index(
     page: Any,
     live_server: Any,
-    comparison_study: Callable[[list[dict[str, Any]]], int],
+    local_study: Callable[..., int],
     db: Database,
 ) -> None:
     training = record("practice", kind="training", best=3)
-    study_id = comparison_study([*(record(item_id) for item_id, _, _ in REAL), training])
+    records = [*(record(item_id) for item_id, _, _ in REAL), training]
+    study_id = local_study("comparison", records, CONFIG)
     bodies = Bodies(page)
 
-    page.goto(f"{live_server.url}/play/{study_id}")
-    page.wait_for_selector("#join:not(.hidden)")
-    page.fill("#name", "Grace")
-    with page.expect_response(lambda r: r.url.endswith("/next")):
-        page.click("#join-button")
-    page.wait_for_selector("#task:not(.hidden)")
+    open_and_join(page, live_server.url, study_id, "Grace")
 
     # The training example comes first; the page shows instructions, query, four candidates.
     assert page.inner_text("#query") == "The practice story begins"

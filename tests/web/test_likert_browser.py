@@ -8,92 +8,41 @@ browser receives before the answer is stored is checked for them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from sqlalchemy import select
 
-from crowd.accounts import authenticate
 from crowd.storage import Database, Response
-from crowd.studies import create_study, import_items, publish
+from tests.web.conftest import BROWSER_MARKS, ONE_PASS, ResponseLog, click_step, open_and_join
 
-CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = BROWSER_MARKS
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"headless browser tests need {CHROMIUM}"),
-]
-
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-
-TIMEOUT_MS = 5_000
 GROUP = "zebragroup"
 META_MARKER = "hiddenmetamarker"
 STORY_TEXT = "The kettle sang twice before anyone in the old house woke up."
+PLAYER = "Rita Rater"
 PROMPT = "Write about a house where the kettle boils by itself."
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield chromium
-        chromium.close()
-
-
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context()
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    yield page
-    context.close()
-
-
-@pytest.fixture
-def likert_study(db: Database, api_key: str) -> Callable[..., int]:
+def likert_study(local_study: Callable[..., int]) -> Callable[..., int]:
     def factory(items: list[dict[str, Any]], config: dict[str, Any] | None = None) -> int:
-        with db.session() as session:
-            study = create_study(
-                session,
-                authenticate(session, api_key),
-                "rate stories",
-                "likert",
-                {"annotations_per_item": 1, "attention_rate": 0.0, **(config or {})},
-            )
-            import_items(session, study, items)
-            publish(session, study, ["local"])
-            return study.id
+        return local_study("likert", items, {**ONE_PASS, **(config or {})})
 
     return factory
 
 
-class Bodies:
+class Bodies(ResponseLog):
     """The text of every document, script and API response the page receives."""
 
     def __init__(self, page: Any) -> None:
-        self.pending: list[Any] = []
+        super().__init__(page)
         self.seen: list[tuple[str, str]] = []
-        page.on("response", self._seen)
-
-    def _seen(self, response: Any) -> None:
-        self.pending.append(response)
 
     def collect(self) -> list[tuple[str, str]]:
-        pending, self.pending[:] = list(self.pending), []
-        for response in pending:
-            if response.request.resource_type not in ("document", "script", "xhr", "fetch"):
-                continue
-            try:
-                body = response.text()
-            except Exception:  # a redirect or a body the browser dropped: nothing to read
-                body = ""
-            self.seen.append((response.url, body))
+        self.seen.extend((response.url, body) for response, body in self.read())
         return self.seen
 
 
@@ -105,18 +54,7 @@ def assert_hidden(bodies: list[tuple[str, str]], page_html: str, markers: list[s
 
 
 def rate(page: Any, value: int) -> None:
-    with page.expect_response(lambda r: r.url.endswith("/step")) as info:
-        page.click(f"#rate-{value}")
-    assert info.value.ok, info.value.text()
-
-
-def open_and_join(page: Any, base_url: str, study_id: int) -> None:
-    page.goto(f"{base_url}/play/{study_id}")
-    page.wait_for_selector("#join:not(.hidden)")
-    page.fill("#name", "Rita Rater")
-    with page.expect_response(lambda r: r.url.endswith("/next")):
-        page.click("#join-button")
-    page.wait_for_selector("#task:not(.hidden)")
+    click_step(page, f"#rate-{value}")
 
 
 def test_a_story_is_rated_one_question_at_a_time_without_leaking_its_group(
@@ -131,7 +69,7 @@ def test_a_story_is_rated_one_question_at_a_time_without_leaking_its_group(
     }
     study_id = likert_study([item])
     bodies = Bodies(page)
-    open_and_join(page, live_server.url, study_id)
+    open_and_join(page, live_server.url, study_id, PLAYER)
 
     questions = []
     for step, value in enumerate((5, 4, 2, 3)):
@@ -196,7 +134,7 @@ def test_attack_titles_show_title_1_only_for_meaning_preservation(
     ]
     study_id = likert_study(items, {"template": "attack"})
     bodies = Bodies(page)
-    open_and_join(page, live_server.url, study_id)
+    open_and_join(page, live_server.url, study_id, PLAYER)
     for _ in items:
         page.wait_for_function("document.getElementById('position').textContent === '1'")
         assert page.is_hidden("#reference-box")

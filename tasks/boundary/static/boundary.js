@@ -2,9 +2,6 @@
 // server for the next sentence, and the true boundary arrives after the guess is stored.
 (function () {
   "use strict";
-  const app = document.getElementById("app");
-  const studyId = app.dataset.study;
-  const category = app.dataset.category || null;
   const LABELS = {
     grammar: "Grammar error", repetition: "Repetition", irrelevant: "Irrelevant",
     contradicts_sentence: "Contradicts an earlier sentence",
@@ -13,29 +10,13 @@
   };
   let current = null;
 
-  function $(id) { return document.getElementById(id); }
-  function show(id) {
-    for (const section of ["join", "task", "explain", "reveal", "done"]) {
-      $(section).classList.toggle("hidden", section !== id);
-    }
-  }
-  async function call(method, url, body) {
-    const response = await fetch(url, {
-      method: method,
-      headers: body === undefined ? {} : { "Content-Type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      credentials: "same-origin",
-    });
-    const data = await response.json().catch(() => ({}));
-    if (!response.ok) { throw new Error(data.error || ("HTTP " + response.status)); }
-    return data;
-  }
-  function fail(error) { $("error").textContent = error.message; setBusy(false); }
-  function setBusy(busy) {
-    for (const id of ["human", "machine", "explain-button", "next", "join-button"]) {
-      $(id).disabled = busy;
-    }
-  }
+  const $ = crowdTask.$;
+  const page = crowdTask.page({
+    sections: ["join", "task", "explain", "reveal", "done"],
+    buttons: "#human, #machine, #explain-button, #next, #join-button",
+    render: render,
+  });
+  const { show, setBusy } = page;
   function fillPassage(list, sentences, mark) {
     list.replaceChildren();
     sentences.forEach((text, index) => {
@@ -88,38 +69,18 @@
     show("reveal");
   }
 
-  async function next() {
-    setBusy(true);
-    try { render(await call("POST", "/api/work/studies/" + studyId + "/next", { category: category })); }
-    catch (error) { fail(error); }
-  }
-  async function choose(choice) {
-    setBusy(true);
-    try {
-      render(await call("POST", "/api/work/assignments/" + current.assignment_id + "/step",
-        { step: current.task.step, choice: choice }));
-    } catch (error) { fail(error); }
+  function choose(choice) {
+    return page.submit(() => page.post(current, "step", { step: current.task.step, choice: choice }));
   }
 
   $("human").addEventListener("click", () => choose("human"));
   $("machine").addEventListener("click", () => choose("machine"));
-  $("next").addEventListener("click", next);
   $("explain-button").addEventListener("click", async () => {
     const reasons = Array.from(document.querySelectorAll("input[name=reason]:checked")).map((i) => i.value);
-    setBusy(true);
-    try {
-      render(await call("POST", "/api/work/assignments/" + current.assignment_id + "/explanation",
-        { explanation: $("explanation").value, reasons: reasons }));
-      $("explanation").value = "";
-    } catch (error) { fail(error); }
-  });
-  $("join-button").addEventListener("click", async () => {
-    setBusy(true);
-    try {
-      await call("POST", "/api/work/join", { provider: "local", name: $("name").value || null });
-      await next();
-    } catch (error) { fail(error); }
+    const sent = await page.submit(() => page.post(current, "explanation",
+      { explanation: $("explanation").value, reasons: reasons }));
+    if (sent) { $("explanation").value = ""; }
   });
 
-  if (app.dataset.joined === "yes") { next(); } else { show("join"); setBusy(false); }
+  page.start();
 })();

@@ -3,34 +3,15 @@
 // The page never learns which model wrote a candidate, nor the right answer before it is stored.
 (function () {
   "use strict";
-  const app = document.getElementById("app");
-  const studyId = app.dataset.study;
-  const category = app.dataset.category || null;
   let current = null;
 
-  function $(id) { return document.getElementById(id); }
-  function show(id) {
-    for (const section of ["join", "task", "feedback", "done"]) {
-      $(section).classList.toggle("hidden", section !== id);
-    }
-  }
-  async function call(method, url, body) {
-    const response = await fetch(url, {
-      method: method,
-      headers: body === undefined ? {} : { "Content-Type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      credentials: "same-origin",
-    });
-    const data = await response.json().catch(() => ({}));
-    if (!response.ok) { throw new Error(data.error || ("HTTP " + response.status)); }
-    return data;
-  }
-  function setBusy(busy) {
-    for (const button of document.querySelectorAll("#candidates button, #next, #join-button")) {
-      button.disabled = busy;
-    }
-  }
-  function fail(error) { $("error").textContent = error.message; setBusy(false); }
+  const $ = crowdTask.$;
+  const page = crowdTask.page({
+    sections: ["join", "task", "feedback", "done"],
+    buttons: "#candidates button, #next, #join-button",
+    render: render,
+  });
+  const { show, setBusy } = page;
 
   function render(view) {
     current = view;
@@ -63,27 +44,9 @@
     show("feedback");
   }
 
-  async function next() {
-    setBusy(true);
-    try { render(await call("POST", "/api/work/studies/" + studyId + "/next", { category: category })); }
-    catch (error) { fail(error); }
-  }
-  async function choose(position) {
-    setBusy(true);
-    try {
-      render(await call("POST", "/api/work/assignments/" + current.assignment_id + "/step",
-        { step: current.task.step, choice: position }));
-    } catch (error) { fail(error); }
+  function choose(position) {
+    return page.submit(() => page.post(current, "step", { step: current.task.step, choice: position }));
   }
 
-  $("next").addEventListener("click", next);
-  $("join-button").addEventListener("click", async () => {
-    setBusy(true);
-    try {
-      await call("POST", "/api/work/join", { provider: "local", name: $("name").value || null });
-      await next();
-    } catch (error) { fail(error); }
-  });
-
-  if (app.dataset.joined === "yes") { next(); } else { show("join"); setBusy(false); }
+  page.start();
 })();

@@ -2,34 +2,15 @@
 // server's view gives it (never the text's group); each click sends one rating.
 (function () {
   "use strict";
-  const app = document.getElementById("app");
-  const studyId = app.dataset.study;
-  const category = app.dataset.category || null;
   let current = null;
 
-  function $(id) { return document.getElementById(id); }
-  function show(id) {
-    for (const section of ["join", "task", "feedback", "done"]) {
-      $(section).classList.toggle("hidden", section !== id);
-    }
-  }
-  async function call(method, url, body) {
-    const response = await fetch(url, {
-      method: method,
-      headers: body === undefined ? {} : { "Content-Type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      credentials: "same-origin",
-    });
-    const data = await response.json().catch(() => ({}));
-    if (!response.ok) { throw new Error(data.error || ("HTTP " + response.status)); }
-    return data;
-  }
-  function setBusy(busy) {
-    for (const button of document.querySelectorAll("#scale button, #next, #join-button")) {
-      button.disabled = busy;
-    }
-  }
-  function fail(error) { $("error").textContent = error.message; setBusy(false); }
+  const $ = crowdTask.$;
+  const page = crowdTask.page({
+    sections: ["join", "task", "feedback", "done"],
+    buttons: "#scale button, #next, #join-button",
+    render: render,
+  });
+  const { show, setBusy } = page;
   function optional(boxId, textId, value) {
     const present = typeof value === "string" && value.length > 0;
     $(textId).textContent = present ? value : "";
@@ -74,29 +55,12 @@
     setBusy(false);
   }
 
-  async function next() {
-    setBusy(true);
-    try { render(await call("POST", "/api/work/studies/" + studyId + "/next", { category: category })); }
-    catch (error) { fail(error); }
-  }
   async function rate(value, button) {
     button.classList.add("chosen");
     button.setAttribute("aria-checked", "true");
-    setBusy(true);
-    try {
-      render(await call("POST", "/api/work/assignments/" + current.assignment_id + "/step",
-        { step: current.task.step, rating: value }));
-    } catch (error) { button.classList.remove("chosen"); fail(error); }
+    await page.submit(() => page.post(current, "step", { step: current.task.step, rating: value }),
+      () => button.classList.remove("chosen"));
   }
 
-  $("next").addEventListener("click", next);
-  $("join-button").addEventListener("click", async () => {
-    setBusy(true);
-    try {
-      await call("POST", "/api/work/join", { provider: "local", name: $("name").value || null });
-      await next();
-    } catch (error) { fail(error); }
-  });
-
-  if (app.dataset.joined === "yes") { next(); } else { show("join"); setBusy(false); }
+  page.start();
 })();
