@@ -206,9 +206,9 @@ class HitType(ABC):
         text values; raise InvalidItem naming the field on a bad one.
         """
 
+    @abstractmethod
     def simulator(self) -> Simulator:
         """How simulated workers of this type answer (see crowd.providers.sim)."""
-        raise NotImplementedError(f"{self.name} has no simulated workers")
 
     # -- analysis and export -----------------------------------------------------------------
     @abstractmethod
