@@ -35,6 +35,8 @@ def test_hit_type_contract(name: str) -> None:
     assert samples, f"{name} ships sample items"
     records = [json.loads(line) for path in samples for line in path.read_text().splitlines()]
     now = datetime.now(UTC)
+    simulator = hit.simulator()
+    truths = simulator.truths(records)
     for record in records:
         spec = hit.validate_item(record)
         first = hit.start(spec.content, now, hit.validate_config(None).to_config())
@@ -42,6 +44,8 @@ def test_hit_type_contract(name: str) -> None:
         # The page never sees the expected answer before the guess.
         assert not set(spec.expected) & set(view), "view leaks expected-answer keys"
         assert json.dumps(view)  # views are JSON
+        # Simulated workers find each item's truth from what the page shows.
+        assert simulator.key(view) in truths
     with pytest.raises(InvalidItem):
         hit.validate_item({"id": "x"})
     assert hit.validate_config(None).annotations_per_item >= 1
