@@ -30,6 +30,7 @@ import numpy as np
 from scipy import stats
 
 from qc.attention import attention_summary
+from qc.filtering import full_and_filtered
 
 Row = Mapping[str, Any]
 
@@ -408,14 +409,9 @@ def analyze(
     """Full-set and filtered-set statistics, attention checks, training and exclusions."""
     _check_rows(rows)
     groups = sorted(set(expert_groups))
-    excluded = {str(worker) for worker in excluded_workers}
-    kept = [row for row in rows if str(row["worker"]) not in excluded]
-    present = {str(row["worker"]) for row in rows}
     return {
         "expert_groups": groups,
-        "full": summarize(rows, groups),
-        "filtered": summarize(kept, groups),
+        **full_and_filtered(rows, excluded_workers, lambda part: summarize(part, groups)),
         "attention": attention_summary(rows, _attention_passed),
         "training": training_summary(rows),
-        "excluded": {"n_workers": len(excluded & present), "n_responses": len(rows) - len(kept)},
     }

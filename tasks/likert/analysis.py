@@ -37,6 +37,7 @@ import numpy as np
 from scipy import stats
 
 from qc.attention import attention_summary
+from qc.filtering import full_and_filtered
 
 Row = Mapping[str, Any]
 
@@ -471,15 +472,7 @@ def _passed(row: Row) -> bool:
 def analyze(rows: Sequence[Row], excluded_workers: set[str]) -> dict[str, Any]:
     """Full-set and filtered-set statistics plus the attention-check and exclusion counts."""
     _check_rows(rows)
-    excluded = {str(worker) for worker in excluded_workers}
-    kept = [row for row in rows if str(row["worker"]) not in excluded]
-    present = {str(row["worker"]) for row in rows}
     return {
-        "full": summarize(rows),
-        "filtered": summarize(kept),
+        **full_and_filtered(rows, excluded_workers, summarize),
         "attention": attention_summary(rows, _passed),
-        "excluded": {
-            "n_workers": len(excluded & present),
-            "n_responses": len(rows) - len(kept),
-        },
     }
