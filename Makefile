@@ -25,7 +25,7 @@ chromium:
 	  else echo "chromium is missing: browser tests will be skipped (apt-get install chromium)"; fi; }
 
 lint: install
-	$(VENV)/bin/ruff check crowd tasks qc models tests benchmarks
+	$(VENV)/bin/ruff check crowd tasks qc models tests benchmarks examples
 
 typecheck: install
 	$(VENV)/bin/mypy

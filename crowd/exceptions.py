@@ -56,6 +56,12 @@ class InvalidTransition(CrowdError):
     status = 409
 
 
+class AlreadyExists(CrowdError):
+    """A name, unique_id or idempotency key that is taken by something else."""
+
+    status = 409
+
+
 class StudyNotOpen(CrowdError):
     status = 409
 
@@ -64,3 +70,21 @@ class NoWorkLeft(CrowdError):
     """The worker has seen every item they may get in this study."""
 
     status = 200
+
+
+class SessionComplete(NoWorkLeft):
+    """The worker has done every item of their platform session (an MTurk HIT)."""
+
+
+class ProlificError(CrowdError):
+    """Prolific refused or failed a call: `http_status` is its answer (None: no answer came back),
+    `detail` its error detail (a string, a list, or {field: [messages]})."""
+
+    # Bad Gateway: the platform upstream of us failed, not the request made to us.
+    status = 502
+
+    def __init__(self, message: str, http_status: int | None = None, detail: object = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.http_status = http_status
+        self.detail = detail

@@ -1,8 +1,9 @@
 """Reviewers' actions on workers: approve, reject, soft-reject, block, bonus, notes, bulk.
 
 Every action is audited with who, when and why. Actions that reach a crowd platform
-(approve, reject, bonus, block) go through the worker's provider, so they get to MTurk or
-Prolific where the worker came from there.
+(approve, reject, bonus, block) are queued with the decision (crowd/platforms.py) and made
+by a job after the commit, so they get to MTurk or Prolific where the worker came from
+there, and a decision that rolls back never reaches the platform.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from crowd import platforms
 from crowd.exceptions import NotFound, PermissionDenied, ValidationError
-from crowd.providers import PROVIDERS, Provider
 from crowd.quality import audit, blocked_in_study, standing
 from crowd.storage import (
     Assignment,
@@ -27,6 +28,7 @@ from crowd.storage import (
     Decision,
     Item,
     ItemKind,
+    OutboxEvent,
     Response,
     Role,
     Serving,
@@ -46,6 +48,8 @@ ALLOWED: dict[Role, frozenset[str]] = {
 }
 MAX_BONUS = Decimal("100.00")
 MAX_TEXT = 2000
+# Outbox topic: the queue job tells the study's webhooks (crowd.webhooks.after_block).
+WORKER_BLOCKED = "worker.blocked"
 
 
 @dataclass(frozen=True)
@@ -100,19 +104,6 @@ def _worker_in_study(session: Session, study: Study, worker_id: int) -> Worker:
     return worker
 
 
-class _Unpaid(Provider):
-    """Workers from sources with no platform behind them (imported annotations)."""
-
-    name = "none"
-
-
-_UNPAID = _Unpaid()
-
-
-def _provider(worker: Worker) -> Provider:
-    return PROVIDERS.get(worker.provider) if worker.provider in PROVIDERS else _UNPAID
-
-
 def _assignments(session: Session, study: Study, worker_id: int, state: str) -> list[Assignment]:
     return list(
         session.scalars(
@@ -146,17 +137,17 @@ def act(
 
 
 def _settle(session: Session, study: Study, worker: Worker, pay: bool, feedback: str = "") -> int:
-    """Approve (pay) or reject every submitted assignment of the worker, on the platform too."""
-    provider = _provider(worker)
+    """Approve (pay) or reject every submitted assignment of the worker, on the platform too.
+
+    The platform calls are queued in this transaction and made by a job after the commit.
+    """
     done = 0
     for assignment in _assignments(session, study, worker.id, AssignmentState.SUBMITTED):
-        if pay:
-            provider.approve(worker.external_id, assignment.id)
-            assignment.transition(AssignmentState.APPROVED)
-        else:
-            provider.reject(worker.external_id, assignment.id, feedback)
-            assignment.transition(AssignmentState.REJECTED)
+        assignment.transition(AssignmentState.APPROVED if pay else AssignmentState.REJECTED)
         done += 1
+    platforms.request_action(
+        session, study, worker, "approve" if pay else "reject", {"feedback": feedback}
+    )
     return done
 
 
@@ -216,10 +207,12 @@ def _block(
     reason = _text(params.get("reason"), "reason", required=True)
     if _block_row(session, study, worker) is not None:
         return Outcome("block", worker.id, "the worker was already blocked", changed=False)
-    _provider(worker).block(worker.external_id, reason)
+    platforms.request_action(session, study, worker, "block", {"reason": reason})
     session.add(WorkerBlock(experimenter_id=study.experimenter_id, worker_id=worker.id,
                             reason=reason, actor=reviewer.actor))  # fmt: skip
     audit(session, reviewer.actor, "block", reason, study_id=study.id, worker_id=worker.id)
+    session.add(OutboxEvent(topic=WORKER_BLOCKED,
+                            payload={"study_id": study.id, "worker_id": worker.id}))  # fmt: skip
     return Outcome("block", worker.id, "blocked from every study of this experimenter")
 
 
@@ -231,7 +224,7 @@ def _unblock(
     block = _block_row(session, study, worker)
     if block is None:
         return Outcome("unblock", worker.id, "the worker was not blocked", changed=False)
-    _provider(worker).unblock(worker.external_id)
+    platforms.request_action(session, study, worker, "unblock", {"reason": reason})
     session.delete(block)
     audit(session, reviewer.actor, "unblock", reason, study_id=study.id, worker_id=worker.id)
     return Outcome("unblock", worker.id, "unblocked")
@@ -279,14 +272,16 @@ def _bonus(
         if existing.worker_id != worker.id or Decimal(existing.amount) != amount:
             raise ValidationError("this token was used for another bonus", "token")
         return Outcome("bonus", worker.id, f"bonus {amount} was already paid", changed=False)
-    # Recorded before the platform call, in the same transaction: if the call fails the
-    # row rolls back; if the commit fails after it, the token makes the retry pay once.
+    # Recorded with the queued platform call in one transaction; the job makes the call
+    # after the commit, and the token makes any retry of it pay once.
     session.add(
         Bonus(study_id=study.id, worker_id=worker.id, amount=str(amount), reason=reason,
               token=token, actor=reviewer.actor)
     )  # fmt: skip
     session.flush()
-    _provider(worker).bonus(worker.external_id, str(amount), reason, token)
+    platforms.request_action(
+        session, study, worker, "bonus", {"amount": str(amount), "reason": reason, "token": token}
+    )
     audit(session, reviewer.actor, "bonus", reason, study_id=study.id, worker_id=worker.id,
           details={"amount": str(amount), "token": token})  # fmt: skip
     return Outcome("bonus", worker.id, f"paid a bonus of {amount}")

@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
@@ -13,6 +14,7 @@ from crowd.exceptions import AuthenticationError
 
 KEY_PREFIX = "crowd"
 WORKER_SALT = "crowd.worker"
+RECORD_SALT = "crowd.record"
 # A worker token stays valid for 30 days; the page asks for a new one after that.
 WORKER_TOKEN_MAX_AGE = 30 * 24 * 3600
 
@@ -55,11 +57,20 @@ class WorkerSigner:
 
     def __init__(self, secret_key: str) -> None:
         self._serializer = URLSafeTimedSerializer(secret_key, salt=WORKER_SALT)
+        self._records = URLSafeTimedSerializer(secret_key, salt=RECORD_SALT)
 
-    def sign(self, worker_id: int) -> str:
-        return self._serializer.dumps({"w": worker_id})
+    def sign(self, worker_id: int, platform_session: int | None = None) -> str:
+        """A token for the worker; on a crowd platform's page, also for its session there."""
+        claims: dict[str, int] = {"w": worker_id}
+        if platform_session is not None:
+            claims["s"] = platform_session
+        return self._serializer.dumps(claims)
 
     def verify(self, token: str, max_age: int = WORKER_TOKEN_MAX_AGE) -> int:
+        return self.claims(token, max_age)[0]
+
+    def claims(self, token: str, max_age: int = WORKER_TOKEN_MAX_AGE) -> tuple[int, int | None]:
+        """The worker id and platform session id (or None) a token was signed for."""
         try:
             data = self._serializer.loads(token, max_age=max_age)
         except BadSignature:
@@ -69,4 +80,16 @@ class WorkerSigner:
         worker_id = data.get("w") if isinstance(data, dict) else None
         if not isinstance(worker_id, int):
             raise AuthenticationError("the worker token carries no worker id")
-        return worker_id
+        session_id = data.get("s")
+        return worker_id, session_id if isinstance(session_id, int) else None
+
+    def sign_record(self, record: Any) -> str:
+        """Sign data our server vouches for (answers a page hands to a crowd platform)."""
+        return self._records.dumps(record)
+
+    def load_record(self, token: str) -> Any:
+        """Data signed by sign_record; raises if it was changed."""
+        try:
+            return self._records.loads(token)
+        except BadSignature:
+            raise AuthenticationError("the record's signature does not match") from None

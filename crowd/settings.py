@@ -29,6 +29,15 @@ class Settings:
     # Seconds an open assignment may sit untouched before the sweep abandons it.
     assignment_timeout: float = 1800.0
     testing: bool = False
+    # MTurk: another endpoint than AWS's (tests, other regions); AWS credentials come from
+    # boto3's usual places (AWS_ACCESS_KEY_ID, ~/.aws, an instance role).
+    mturk_endpoint_url: str | None = None
+    # Extra origins our MTurk page may post finished work to (besides MTurk's own two).
+    mturk_submit_origins: tuple[str, ...] = ()
+    prolific_api_url: str = "https://api.prolific.com"
+    prolific_token: str | None = None
+    # Seconds between two syncs of published studies with their platforms by `crowd worker`.
+    platform_sync_interval: float = 300.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -51,6 +60,12 @@ class Settings:
             )
         sweep_interval = _seconds(env, "CROWD_SWEEP_INTERVAL", 10)
         assignment_timeout = _seconds(env, "CROWD_ASSIGNMENT_TIMEOUT", 1800)
+        mturk_endpoint = env.get("CROWD_MTURK_ENDPOINT_URL") or None
+        origins = tuple(
+            _url(origin.strip(), "CROWD_MTURK_SUBMIT_ORIGINS").rstrip("/")
+            for origin in env.get("CROWD_MTURK_SUBMIT_ORIGINS", "").split(",")
+            if origin.strip()
+        )
         return cls(
             data_dir=data_dir,
             database_url=database_url,
@@ -59,6 +74,16 @@ class Settings:
             base_url=env.get("CROWD_BASE_URL", "http://127.0.0.1:5000").rstrip("/"),
             sweep_interval=sweep_interval,
             assignment_timeout=assignment_timeout,
+            mturk_endpoint_url=_url(mturk_endpoint, "CROWD_MTURK_ENDPOINT_URL")
+            if mturk_endpoint
+            else None,
+            mturk_submit_origins=origins,
+            prolific_api_url=_url(
+                env.get("CROWD_PROLIFIC_API_URL") or "https://api.prolific.com",
+                "CROWD_PROLIFIC_API_URL",
+            ).rstrip("/"),
+            prolific_token=env.get("CROWD_PROLIFIC_TOKEN") or None,
+            platform_sync_interval=_seconds(env, "CROWD_PLATFORM_SYNC_INTERVAL", 300),
         )
 
     def with_changes(self, **changes: object) -> Settings:
@@ -80,6 +105,12 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         raise ConfigurationError(f"{name} must be a number of seconds") from None
     if value <= 0:
         raise ConfigurationError(f"{name} must be more than 0 seconds")
+    return value
+
+
+def _url(value: str, name: str) -> str:
+    if not value.startswith(("https://", "http://")) or len(value) > 500:
+        raise ConfigurationError(f"{name}={value!r} is not a URL: use https://HOST[:PORT]")
     return value
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -23,6 +23,7 @@ from crowd.exceptions import (
     NotFound,
     NoWorkLeft,
     PermissionDenied,
+    SessionComplete,
     StudyNotOpen,
     ValidationError,
 )
@@ -32,9 +33,13 @@ from crowd.storage import (
     Item,
     ItemKind,
     OutboxEvent,
+    PlatformSession,
+    Publication,
     Qualification,
+    RemoteTask,
     Response,
     Serving,
+    SessionState,
     Study,
     StudyStatus,
     Worker,
@@ -49,6 +54,8 @@ RESPONSE_EXPLAINED = "response.explained"
 # The same words for "no items left" and "QC stopped you": a stopped worker learns no more.
 SIM_PROVIDER = "sim"
 NO_MORE_FOR_YOU = "you have seen every item available to you in this study: thank you!"
+SESSION_DONE = "you have done every item of this task: submit it to finish"
+DEFAULT_ITEMS_PER_SESSION = 10
 
 
 def get_or_create_worker(
@@ -87,14 +94,27 @@ def attention_due(rate: float, served: int, attention_served: int, phase: float)
 
 
 def next_assignment(
-    session: Session, study: Study, worker_id: int, category: str | None = None
+    session: Session,
+    study: Study,
+    worker_id: int,
+    category: str | None = None,
+    platform_session: PlatformSession | None = None,
 ) -> Assignment:
-    """The worker's open assignment in this study, or a new one; raises NoWorkLeft."""
+    """The worker's open assignment in this study, or a new one; raises NoWorkLeft.
+
+    On a crowd platform's page the work is counted in the platform's session (an MTurk
+    assignment), which ends after its number of items (SessionComplete).
+    """
     if study.status != StudyStatus.PUBLISHED:
         raise StudyNotOpen(f"study {study.id} is {study.status}, not open for work")
     worker = _lock_worker(session, worker_id)
     if worker.provider not in study.providers:
         raise StudyNotOpen(f"study {study.id} is not published to {worker.provider} workers")
+    if platform_session is not None:
+        if platform_session.study_id != study.id or platform_session.worker_id != worker.id:
+            raise PermissionDenied("this platform session belongs to another study or worker")
+        if platform_session.state != SessionState.OPEN:
+            raise SessionComplete(f"this session is {platform_session.state}: nothing more to do")
     open_assignment = session.scalar(
         select(Assignment).where(
             Assignment.worker_id == worker.id,
@@ -103,7 +123,14 @@ def next_assignment(
         )
     )
     if open_assignment is not None:
+        if platform_session is not None:
+            # An item left open in an earlier session (say another HIT) goes on in this one.
+            open_assignment.platform_session_id = platform_session.id
         return open_assignment
+    if platform_session is not None and platform_session.items_done >= platform_items(
+        session, platform_session
+    ):
+        raise SessionComplete(SESSION_DONE)
     if quality.blocked_by(session, study.experimenter_id, worker.id):
         raise PermissionDenied("this worker account is blocked from these studies")
     standing = quality.standing(session, study.id, worker.id)
@@ -123,7 +150,7 @@ def next_assignment(
     real_left = session.scalar(_open_items(study, seen, category).limit(1)) is not None
     if training is not None and real_left:
         training.holders = Item.holders + 1  # every assignment counts, so a return balances
-        return _assign(session, study, worker, training)
+        return _assign(session, study, worker, training, platform_session)
     if quality.qualification_due(session, study, standing) == Qualification.FAILED:
         raise NoWorkLeft(NO_MORE_FOR_YOU)
     item: Item | None = None
@@ -161,10 +188,16 @@ def next_assignment(
         item.holders = Item.holders + 1  # attention and gold items count too
     if item is None:
         raise NoWorkLeft(NO_MORE_FOR_YOU)
-    return _assign(session, study, worker, item)
+    return _assign(session, study, worker, item, platform_session)
 
 
-def _assign(session: Session, study: Study, worker: Worker, item: Item) -> Assignment:
+def _assign(
+    session: Session,
+    study: Study,
+    worker: Worker,
+    item: Item,
+    platform_session: PlatformSession | None = None,
+) -> Assignment:
     hit = get_hit_type(study.hit_type)
     first = hit.start(item.content, utcnow(), study.config)
     assignment = Assignment(
@@ -174,6 +207,7 @@ def _assign(session: Session, study: Study, worker: Worker, item: Item) -> Assig
         provider=worker.provider,
         progress=first.progress,
         events=[first.event],
+        platform_session_id=platform_session.id if platform_session is not None else None,
     )
     session.add(assignment)
     session.flush()
@@ -355,6 +389,12 @@ def _store_response(
     except IntegrityError:
         # The unique (item, worker) constraint: this worker answered the item already.
         raise InvalidAction("you have already answered this item") from None
+    if assignment.platform_session_id is not None:
+        session.execute(
+            update(PlatformSession)
+            .where(PlatformSession.id == assignment.platform_session_id)
+            .values(items_done=PlatformSession.items_done + 1)
+        )
     session.add(
         OutboxEvent(
             topic=RESPONSE_STORED,
@@ -362,6 +402,14 @@ def _store_response(
         )
     )
     return response
+
+
+def platform_items(session: Session, platform_session: PlatformSession) -> int:
+    """How many items one platform session (an MTurk HIT, a Prolific place) covers."""
+    task = session.get(RemoteTask, platform_session.remote_task_id)
+    publication = session.get(Publication, task.publication_id) if task is not None else None
+    value = publication.options.get("items_per_session") if publication is not None else None
+    return int(value) if value else DEFAULT_ITEMS_PER_SESSION
 
 
 def explain(

@@ -6,10 +6,12 @@ import logging
 
 import click
 
+from crowd.cli.platforms import mturk, prolific
 from crowd.cli.qc import qc
 from crowd.cli.review import review, users
 from crowd.cli.study import study
 from crowd.cli.system import demo, init, keys, serve, worker
+from crowd.cli.webhooks import webhooks
 
 
 @click.group()
@@ -28,3 +30,6 @@ def main(verbose: bool) -> None:
 
 for command in (init, serve, worker, keys, demo, study, review, users, qc):
     main.add_command(command)
+main.add_command(webhooks)
+main.add_command(mturk)
+main.add_command(prolific)

@@ -6,6 +6,7 @@ import getpass
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -148,23 +149,105 @@ def import_annotations(
 
 @study.command("publish")
 @click.argument("study_id", type=int)
-@click.option("--provider", "providers", multiple=True, default=["local"], show_default=True,
-              help="Provider to publish to (repeat for several).")  # fmt: skip
+@click.option(
+    "--provider",
+    "providers",
+    multiple=True,
+    default=["local"],
+    show_default=True,
+    help="Provider to publish to: local, sim, mturk, prolific (repeat for several).",
+)
+@click.option(
+    "--reward",
+    default=None,
+    help="Payment per platform session: dollars per HIT on MTurk (e.g. 0.50), "
+    "per place on Prolific (e.g. 1.50, in the account's currency).",
+)
+@click.option(
+    "--sandbox/--production",
+    default=True,
+    show_default=True,
+    help="MTurk: the requester sandbox (no money) or the real marketplace.",
+)
+@click.option(
+    "--option",
+    "raw_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A provider option (a JSON value or text), for every platform provider "
+    "named; see `crowd mturk options` / `crowd prolific options`.",
+)
+@click.option(
+    "--options-file",
+    type=click.File(),
+    default=None,
+    help='JSON object of options per provider, e.g. {"mturk": {"hits": 3}}.',
+)
 @handle_errors
-def publish(study_id: int, providers: tuple[str, ...]) -> None:
-    """Open a study to workers."""
-    from crowd.providers import PROVIDERS, StudyRef
-    from crowd.studies import get_study
-    from crowd.studies import publish as do_publish
+def publish(
+    study_id: int,
+    providers: tuple[str, ...],
+    reward: str | None,
+    sandbox: bool,
+    raw_options: tuple[str, ...],
+    options_file: Any,
+) -> None:
+    """Open a study to workers; on MTurk or Prolific this creates HITs or a study there.
 
+    MTurk checks the account's balance against rewards plus MTurk's fee first.
+    """  # fmt: skip
+    from crowd import platforms
+    from crowd.providers import PROVIDERS
+    from crowd.studies import get_study
+
+    options = platform_options(providers, reward, sandbox, raw_options, options_file)
     settings, db = open_database()
     with db.session() as session:
         found = get_study(session, study_id)
-        do_publish(session, found, providers)
-        ref = StudyRef(found.id, found.name, found.hit_type, found.config)
-    for name in providers:
-        for label, url in PROVIDERS.get(name).publish(ref, settings.base_url).urls.items():
+        links = platforms.publish(session, settings, found, providers, options)
+    for name, urls in links.items():
+        for label, url in urls.items():
             click.echo(f"{name} {label}: {url}")
+        if PROVIDERS.get(name).remote:
+            click.echo(f"{name}: sync with `crowd {name} sync {study_id}` (crowd worker does it)")
+
+
+def platform_options(
+    providers: tuple[str, ...],
+    reward: str | None,
+    sandbox: bool,
+    raw_options: tuple[str, ...],
+    options_file: Any,
+) -> dict[str, dict[str, Any]]:
+    """Options per platform provider from the command line's flags and file."""
+    from crowd.providers import PROVIDERS
+
+    remote = [name for name in providers if PROVIDERS.get(name).remote]
+    options: dict[str, dict[str, Any]] = {}
+    if options_file is not None:
+        loaded = json.load(options_file)
+        if not isinstance(loaded, dict):
+            raise click.BadParameter("must hold a JSON object", param_hint="--options-file")
+        options = {name: dict(value) for name, value in loaded.items()}
+    extra: dict[str, Any] = {}
+    for pair in raw_options:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--option")
+        try:
+            extra[key] = json.loads(value)
+        except json.JSONDecodeError:
+            extra[key] = value
+    if (reward or extra) and not remote:
+        raise click.BadParameter("--reward and --option are for mturk or prolific")
+    for name in remote:
+        merged = {**options.get(name, {}), **extra}
+        if reward is not None:
+            merged["reward"] = reward
+        if name == "mturk":
+            merged.setdefault("sandbox", sandbox)
+        options[name] = merged
+    return options
 
 
 @study.command("status")

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from crowd.providers.base import Provider, Publication, StudyRef
 from crowd.providers.local import LocalProvider
+from crowd.providers.mturk import MTurkProvider
+from crowd.providers.prolific import ProlificProvider
 from crowd.providers.sim import SimProvider
 from crowd.registry import Registry
 
 PROVIDERS: Registry[Provider] = Registry("provider")
 PROVIDERS.register(LocalProvider.name, LocalProvider())
 PROVIDERS.register(SimProvider.name, SimProvider())
+PROVIDERS.register(MTurkProvider.name, MTurkProvider())
+PROVIDERS.register(ProlificProvider.name, ProlificProvider())
 
 __all__ = ["PROVIDERS", "Provider", "Publication", "StudyRef"]

@@ -1,24 +1,28 @@
 """The provider interface: where a study's workers come from, and what we can do to them there.
 
-Platform actions (approve, reject, bonus, block) go through the provider so that they reach
-the crowd platform once there is one behind it (MTurk, Prolific); for crowds without money or
-accounts (the open web, a simulation) they are recorded by us alone.
+A provider is the platform side only: it publishes, binds the platform's query parameters
+to a worker, makes platform calls and reads the platform's view of the work. What we keep
+about it (publications, sessions, the calls we owe) lives in crowd/platforms.py, which
+calls these methods. Platform calls (approve, reject, bonus, block, ...) are made by a job
+after the decision is committed; crowds without money or accounts (the open web, a
+simulation) have nothing to call and keep the defaults.
 """
 
 from __future__ import annotations
 
 from abc import ABC
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from crowd.exceptions import InvalidAction, ValidationError
 
-@dataclass(frozen=True)
-class Publication:
-    """What publishing a study to a provider produced: links to give workers, remote ids."""
+if TYPE_CHECKING:
+    from crowd.settings import Settings
 
-    provider: str
-    urls: dict[str, str] = field(default_factory=dict)
-    remote: dict[str, Any] = field(default_factory=dict)
+# The platform calls a reviewer's decisions turn into.
+ACTIONS = ("approve", "reject", "bonus", "block", "unblock", "notify", "grant_qualification")
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,68 @@ class StudyRef:
     name: str
     hit_type: str
     config: dict[str, Any]
+    # Answers the study still needs: real items times annotations per item.
+    work_slots: int = 0
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class RemoteTaskSpec:
+    """A unit of work the platform made for us: an MTurk HIT, a Prolific study."""
+
+    remote_id: str
+    places: int
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What publishing a study to a provider produced: links to give workers, remote ids."""
+
+    provider: str
+    urls: dict[str, str] = field(default_factory=dict)
+    remote: dict[str, Any] = field(default_factory=dict)
+    tasks: tuple[RemoteTaskSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Who is on our page, according to the platform's query parameters."""
+
+    worker_external_id: str
+    session_remote_id: str
+    task_remote_id: str
+    submit_to: str | None = None
+
+
+@dataclass(frozen=True)
+class RemoteSubmission:
+    """The platform's view of one session (an MTurk assignment, a Prolific submission).
+
+    `state` is one of: active, submitted, approved, rejected, returned, timed_out.
+    """
+
+    remote_id: str
+    task_remote_id: str
+    worker_external_id: str
+    state: str
+    raw_state: str
+    submission_id: str | None = None
+    # Fields the page posted to the platform with the work (MTurk's Answer XML).
+    answers: dict[str, str] = field(default_factory=dict)
+    # The completion code the worker entered (Prolific).
+    code: str | None = None
+
+
+@dataclass(frozen=True)
+class ActionTarget:
+    """Whom and what a platform call is about."""
+
+    worker_external_id: str
+    session_remote_id: str | None = None
+    submission_id: str | None = None
+    task_remote_id: str | None = None
+    publication: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Provider(ABC):
@@ -39,21 +105,81 @@ class Provider(ABC):
     remote: ClassVar[bool] = False
     # Whether anyone may join as a worker (True) or only the experimenter's tools (False).
     open_signup: ClassVar[bool] = False
+    # Whether workers arrive on our external page with the platform's query parameters.
+    external_page: ClassVar[bool] = False
 
-    def publish(self, study: StudyRef, base_url: str) -> Publication:
+    def validate_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Publish options with defaults filled in; this crowd takes none."""
+        if options:
+            raise ValidationError(
+                f"the {self.name} provider takes no publish options (got {sorted(options)})",
+                "options",
+            )
+        return {}
+
+    def publish(
+        self,
+        settings: Settings,
+        study: StudyRef,
+        base_url: str,
+        options: Mapping[str, Any],
+        token: str,
+    ) -> Publication:
+        """Open the study on the platform; `token` makes a retried publish create nothing new."""
         return Publication(provider=self.name, urls={"task": f"{base_url}/work/{study.id}"})
 
-    def approve(self, worker_external_id: str, assignment_id: int) -> None:
-        """Approve (pay) an assignment on the platform."""
+    def bind(self, args: Mapping[str, str], settings: Settings) -> Binding | None:
+        """The worker on our external page from the platform's query parameters; None for a
+        preview (the platform shows the task before the worker accepts it)."""
+        raise InvalidAction(f"{self.name} workers do not arrive through an external page")
 
-    def reject(self, worker_external_id: str, assignment_id: int, feedback: str) -> None:
-        """Reject an assignment on the platform, telling the worker why."""
+    def completion(self, settings: Settings, binding: Binding, code: str) -> dict[str, Any]:
+        """How the page hands finished work back to the platform."""
+        return {"kind": "none"}
 
-    def bonus(self, worker_external_id: str, amount: str, reason: str, token: str) -> None:
-        """Pay a bonus; `token` makes a retried call pay once."""
+    def perform(
+        self,
+        settings: Settings,
+        action: str,
+        target: ActionTarget,
+        params: Mapping[str, Any],
+        ledger: MutableMapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Make one platform call (see ACTIONS); returns facts worth keeping about it.
 
-    def block(self, worker_external_id: str, reason: str) -> None:
-        """Stop the worker from taking our work on the platform."""
+        `ledger` is a durable store for platforms whose calls carry no request token (a
+        Prolific bonus records each step in it before the next call).
+        """
+        return {}
 
-    def unblock(self, worker_external_id: str) -> None:
-        """Undo block()."""
+    def reclaim(
+        self, settings: Settings, publication: Mapping[str, Any], task_id: str, count: int
+    ) -> int:
+        """Reopen places of sessions that ended without work, where the platform does not."""
+        return 0
+
+    def sync(
+        self, settings: Settings, publication: Mapping[str, Any], task_ids: Sequence[str]
+    ) -> list[RemoteSubmission]:
+        """The platform's sessions of these tasks, every page of them."""
+        return []
+
+    def expire(self, settings: Settings, publication: Mapping[str, Any], task_id: str) -> None:
+        """Stop the task from taking new workers."""
+        raise InvalidAction(f"{self.name} has no tasks to expire")
+
+    def extend(
+        self,
+        settings: Settings,
+        publication: Mapping[str, Any],
+        task_id: str,
+        seconds: int,
+        more_places: int,
+        token: str,
+    ) -> datetime | None:
+        """Keep the task open `seconds` longer and/or add places; the new expiry."""
+        raise InvalidAction(f"{self.name} has no tasks to extend")
+
+    def balance(self, settings: Settings, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The account's money, where the platform has an account."""
+        raise InvalidAction(f"{self.name} has no account balance")

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from crowd.providers.base import Provider, Publication, StudyRef
+
+if TYPE_CHECKING:
+    from crowd.settings import Settings
 
 
 class LocalProvider(Provider):
     name: ClassVar[str] = "local"
     open_signup: ClassVar[bool] = True
 
-    def publish(self, study: StudyRef, base_url: str) -> Publication:
+    def publish(
+        self,
+        settings: Settings,
+        study: StudyRef,
+        base_url: str,
+        options: Mapping[str, Any],
+        token: str,
+    ) -> Publication:
         return Publication(
             provider=self.name,
             urls={

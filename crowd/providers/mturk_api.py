@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 from urllib.parse import urlsplit
@@ -585,3 +586,87 @@ def notify(
         )
         failures.extend(response.get("NotifyWorkersFailureStatuses", []))
     return failures
+
+
+def expire_hit(client: MTurkClient, hit_id: str) -> None:
+    """UpdateExpirationForHIT to a past time: no new workers; accepted work goes on."""
+    client.update_expiration_for_hit(
+        HITId=_entity_id(hit_id, "hit_id"), ExpireAt=datetime(2015, 1, 1, tzinfo=UTC)
+    )
+
+
+def extend_hit(
+    client: MTurkClient, hit_id: str, seconds: int, more_assignments: int, token: str
+) -> datetime | None:
+    """Keep a HIT open `seconds` longer (from now) and/or add assignments (once per token)."""
+    from botocore.exceptions import ClientError
+
+    _entity_id(hit_id, "hit_id")
+    expires: datetime | None = None
+    if seconds:
+        expires = datetime.now(UTC) + timedelta(
+            seconds=_seconds(seconds, "seconds", MIN_DURATION_S, MAX_DURATION_S)
+        )
+        client.update_expiration_for_hit(HITId=hit_id, ExpireAt=expires)
+    if more_assignments:
+        _count(more_assignments, "more_assignments")
+        try:
+            client.create_additional_assignments_for_hit(
+                HITId=hit_id,
+                NumberOfAdditionalAssignments=more_assignments,
+                UniqueRequestToken=_token(token),
+            )
+        except ClientError as error:
+            if not _already_done(error):
+                raise
+    return expires
+
+
+def grant_qualification(
+    client: MTurkClient, worker_id: str, qualification_id: str, value: int = 1
+) -> None:
+    """AssociateQualificationWithWorker, without e-mailing the worker about it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"{value!r} is not a whole number", "value")
+    client.associate_qualification_with_worker(
+        QualificationTypeId=_entity_id(qualification_id, "qualification_id"),
+        WorkerId=_worker_id(worker_id),
+        IntegerValue=value,
+        SendNotification=False,
+    )
+
+
+def revoke_qualification(
+    client: MTurkClient, worker_id: str, qualification_id: str, reason: str = ""
+) -> None:
+    """DisassociateQualificationFromWorker."""
+    params: dict[str, Any] = {
+        "QualificationTypeId": _entity_id(qualification_id, "qualification_id"),
+        "WorkerId": _worker_id(worker_id),
+    }
+    if reason:
+        params["Reason"] = _text(reason, "reason", MAX_MESSAGE)
+    client.disassociate_qualification_from_worker(**params)
+
+
+def answer_fields(answer_xml: str) -> dict[str, str]:
+    """The fields of MTurk's Answer XML (QuestionFormAnswers): identifier -> free text."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.fromstring(answer_xml)
+    except ET.ParseError:
+        return {}
+    fields: dict[str, str] = {}
+    for answer in root.iter():
+        if not answer.tag.endswith("Answer") or answer.tag.endswith("QuestionFormAnswers"):
+            continue
+        name = text = None
+        for child in answer:
+            if child.tag.endswith("QuestionIdentifier"):
+                name = child.text or ""
+            elif child.tag.endswith("FreeText"):
+                text = child.text or ""
+        if name is not None and text is not None:
+            fields[name] = text
+    return fields

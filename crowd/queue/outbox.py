@@ -113,3 +113,7 @@ def install_after_commit_enqueue(db: Database, connection: redis.Redis) -> None:
     event.listen(db.sessions, "after_flush", collect)
     event.listen(db.sessions, "after_commit", after_commit)
     event.listen(db.sessions, "after_soft_rollback", lambda s, _t: after_rollback(s))
+    # Deliveries (webhooks, callbacks) are their own outbox rows: first attempt after commit.
+    from crowd.delivery import install_after_commit_delivery
+
+    install_after_commit_delivery(db, connection)

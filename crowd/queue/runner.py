@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import replace
 from datetime import timedelta
 
@@ -12,9 +13,10 @@ from rq import Queue, SimpleWorker
 from sqlalchemy import func, select
 
 from crowd.app import redis_connection
+from crowd.delivery import install_after_commit_delivery, sweep_deliveries
 from crowd.queue import ALL_QUEUES
 from crowd.queue.embedded import EmbeddedRedis
-from crowd.queue.jobs import configure
+from crowd.queue.jobs import configure, request_platform_syncs
 from crowd.queue.outbox import sweep
 from crowd.settings import Settings
 from crowd.storage import Database, OutboxEvent
@@ -65,12 +67,15 @@ def run_worker(settings: Settings, burst: bool = False, max_rounds: int = 50) ->
         raise ValueError("run_worker needs settings with a redis_url (see ensure_redis)")
     ctx = configure(settings)
     connection = redis_connection(settings.redis_url)
+    # Deliveries scheduled by jobs (webhooks) get their first attempt right after the job.
+    install_after_commit_delivery(ctx.db, connection)
     queues = [Queue(name, connection=connection) for name in ALL_QUEUES]
     worker = SimpleWorker(queues, connection=connection)
     if burst:
         before = _jobs_done(queues)
         for _ in range(max_rounds):
             sweep(ctx.db, connection, grace_seconds=0)
+            sweep_deliveries(ctx.db, connection)
             worked = worker.work(burst=True, logging_level="WARNING")
             if not worked and pending_events(ctx.db) == 0:
                 break
@@ -78,9 +83,14 @@ def run_worker(settings: Settings, burst: bool = False, max_rounds: int = 50) ->
     stop = threading.Event()
 
     def sweeper() -> None:
+        last_sync = 0.0
         while not stop.wait(settings.sweep_interval):
             try:
+                if time.monotonic() - last_sync >= settings.platform_sync_interval:
+                    last_sync = time.monotonic()
+                    request_platform_syncs(connection, ctx.db)
                 sweep(ctx.db, connection)
+                sweep_deliveries(ctx.db, connection)
                 with ctx.db.session() as session:
                     abandon_stale(session, timedelta(seconds=settings.assignment_timeout))
             except Exception:  # keep sweeping through transient database or Redis errors

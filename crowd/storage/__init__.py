@@ -5,7 +5,18 @@ from __future__ import annotations
 from crowd.storage.accounts import ApiKey, Experimenter
 from crowd.storage.base import Base, utcnow
 from crowd.storage.db import Database
+from crowd.storage.delivery import Delivery, DeliveryStatus, WebhookSubscription
 from crowd.storage.outbox import OutboxEvent
+from crowd.storage.platforms import (
+    CLOSED_SESSION_STATES,
+    ActionStatus,
+    PlatformAction,
+    PlatformSession,
+    Publication,
+    RemoteTask,
+    RemoteTaskStatus,
+    SessionState,
+)
 from crowd.storage.qc import (
     AggregatedLabels,
     AuditEntry,
@@ -19,6 +30,15 @@ from crowd.storage.qc import (
     WorkerBlock,
 )
 from crowd.storage.reports import Report
+from crowd.storage.scale import (
+    IdempotentReply,
+    ScaleAccount,
+    ScaleBatch,
+    ScaleProject,
+    ScaleTask,
+    ScaleTaskStatus,
+    ScaleTaskTag,
+)
 from crowd.storage.studies import Item, ItemKind, Study, StudyStatus
 from crowd.storage.work import (
     HOLDING_STATES,
@@ -32,6 +52,14 @@ from crowd.storage.work import (
 )
 
 __all__ = [
+    "CLOSED_SESSION_STATES",
+    "ActionStatus",
+    "PlatformAction",
+    "PlatformSession",
+    "Publication",
+    "RemoteTask",
+    "RemoteTaskStatus",
+    "SessionState",
     "AggregatedLabels",
     "AuditEntry",
     "Bonus",
@@ -48,16 +76,26 @@ __all__ = [
     "AssignmentState",
     "Base",
     "Database",
+    "Delivery",
+    "DeliveryStatus",
     "Experimenter",
     "Item",
     "ItemKind",
     "OutboxEvent",
     "Report",
+    "IdempotentReply",
+    "ScaleAccount",
+    "ScaleBatch",
+    "ScaleProject",
+    "ScaleTask",
+    "ScaleTaskStatus",
+    "ScaleTaskTag",
     "Response",
     "LIVE_RATER_GROUP",
     "ResponseSource",
     "Study",
     "StudyStatus",
+    "WebhookSubscription",
     "Worker",
     "WorkerStatus",
     "utcnow",

@@ -93,6 +93,10 @@ class Assignment(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     submitted_at: Mapped[datetime | None] = mapped_column(default=None)
+    # The crowd platform's session (MTurk assignment, Prolific submission) it was done in.
+    platform_session_id: Mapped[int | None] = mapped_column(
+        ForeignKey("platform_sessions.id"), default=None, index=True
+    )
 
     item: Mapped[Item] = relationship()
     worker: Mapped[Worker] = relationship()

@@ -20,7 +20,7 @@ def _wants_json() -> bool:
 
 
 def init_app(app: Flask) -> None:
-    from crowd.web import api, dashboard, game, openapi, review, work
+    from crowd.web import api, dashboard, game, openapi, review, webhooks, work
 
     # Each HIT type's templates are found as "<type>/<file>" (tasks/<type>/templates/<file>).
     prefixes: dict[str, jinja2.BaseLoader] = {
@@ -33,6 +33,13 @@ def init_app(app: Flask) -> None:
 
     for blueprint in (api.bp, work.bp, game.bp, dashboard.bp, review.bp, openapi.bp):
         app.register_blueprint(blueprint)
+    from crowd.web import external
+
+    app.register_blueprint(external.bp)
+    app.register_blueprint(webhooks.bp)
+    from crowd.web import scale
+
+    app.register_blueprint(scale.bp)
 
     @app.get("/static/tasks/<hit_type>/<path:filename>")
     def task_static(hit_type: str, filename: str) -> Response:

@@ -11,7 +11,6 @@ from sqlalchemy import select
 from crowd import labels, quality, review, studies
 from crowd.app import platform
 from crowd.exceptions import NotFound, ValidationError
-from crowd.providers import PROVIDERS, StudyRef
 from crowd.reports import export as export_rows
 from crowd.storage import Experimenter, Report, Role, Study
 from crowd.web.common import current_experimenter, json_body
@@ -119,19 +118,43 @@ def import_annotations(study_id: int) -> Any:
 
 @bp.post("/studies/<int:study_id>/publish")
 def publish(study_id: int) -> Any:
+    from crowd import platforms
+
     body = json_body()
     providers = body.get("providers", ["local"])
     if not isinstance(providers, list) or not all(isinstance(p, str) for p in providers):
         raise ValidationError("must be a list of provider names", "providers")
+    options = body.get("options") or {}
+    if not isinstance(options, dict) or not all(isinstance(v, dict) for v in options.values()):
+        raise ValidationError("must map provider names to objects of options", "options")
     settings = platform().settings
     with platform().db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
-        studies.publish(session, study, providers)
-        ref = StudyRef(study.id, study.name, study.hit_type, study.config)
-        links = {
-            name: PROVIDERS.get(name).publish(ref, settings.base_url).urls for name in providers
-        }
+        links = platforms.publish(session, settings, study, providers, options)
         return {**study_json(study), "links": links}
+
+
+@bp.get("/studies/<int:study_id>/publications")
+def publications(study_id: int) -> Any:
+    from crowd import platforms
+
+    with platform().db.session() as session:
+        study = studies.get_study(session, study_id, current_experimenter(session))
+        return {
+            "publications": platforms.publications(session, study),
+            "platform_actions": platforms.actions(session, study),
+        }
+
+
+@bp.post("/studies/<int:study_id>/sync")
+def sync(study_id: int) -> Any:
+    """Sync the study with its crowd platforms now (crowd worker does it periodically)."""
+    from crowd import platforms
+
+    with platform().db.session() as session:
+        study = studies.get_study(session, study_id, current_experimenter(session))
+        report = platforms.sync_study(session, platform().settings, platform().signer, study)
+        return report.to_json()
 
 
 @bp.get("/studies/<int:study_id>/export")

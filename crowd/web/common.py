@@ -51,6 +51,14 @@ def current_worker_id() -> int:
     return platform().signer.verify(token)
 
 
+def current_worker() -> tuple[int, int | None]:
+    """The worker id and, on a crowd platform's page, the platform session id."""
+    token = request.headers.get(WORKER_HEADER) or request.cookies.get(WORKER_COOKIE)
+    if not token:
+        raise AuthenticationError("join first: POST /api/work/join gives you a worker token")
+    return platform().signer.claims(token)
+
+
 def optional_worker_id() -> int | None:
     try:
         return current_worker_id()

@@ -15,6 +15,7 @@ ASSIGNMENT_ID = {
     "name": "assignment_id", "in": "path", "required": True, "schema": {"type": "integer"},
 }  # fmt: skip
 WORKER_ID = {"name": "worker_id", "in": "path", "required": True, "schema": {"type": "integer"}}
+WEBHOOK_ID = {"name": "webhook_id", "in": "path", "required": True, "schema": {"type": "integer"}}
 ERROR = {
     "description": "error",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
@@ -38,6 +39,8 @@ def _op(summary: str, *, params: list[dict[str, Any]] | None = None, body: str |
 
 
 def spec() -> dict[str, Any]:
+    from crowd.web.scale import openapi_paths as scale_paths
+
     return {
         "openapi": "3.1.0",
         "info": {
@@ -181,6 +184,24 @@ def spec() -> dict[str, Any]:
                     ok="201",
                 ),
             },
+            "/api/studies/{study_id}/webhooks": {
+                "get": _op("The study's active webhooks (without their secrets)",
+                           params=[STUDY_ID]),
+                "post": _op("Subscribe a URL to events; the answer shows the signing secret, "
+                            "once", params=[STUDY_ID], body="NewWebhook", ok="201"),
+            },
+            "/api/studies/{study_id}/webhooks/{webhook_id}": {
+                "delete": _op("Remove a webhook (deliveries waiting for a retry are dropped)",
+                              params=[STUDY_ID, WEBHOOK_ID])
+            },
+            "/api/studies/{study_id}/webhooks/{webhook_id}/deliveries": {
+                "get": {
+                    **_op("Recent deliveries with status, attempts and last error, newest first",
+                          params=[STUDY_ID, WEBHOOK_ID]),
+                    "parameters": [STUDY_ID, WEBHOOK_ID, {"name": "limit", "in": "query",
+                                   "schema": {"type": "integer", "minimum": 1, "maximum": 500}}],
+                }
+            },
             "/api/work/join": {
                 "post": _op(
                     "Join as a worker (open-web players need no key)",
@@ -224,11 +245,14 @@ def spec() -> dict[str, Any]:
             },
             "/api/play/leaderboard": {"get": _op("Game leaderboard", security=None)},
             "/api/play/profile": {"get": _op("Your game profile", security="workerToken")},
+            **scale_paths(),
         },
         "components": {
             "securitySchemes": {
                 "apiKey": {"type": "http", "scheme": "bearer"},
                 "workerToken": {"type": "apiKey", "in": "header", "name": "X-Crowd-Worker"},
+                # The Scale-compatible /v1 API: the API key as Basic auth's user name.
+                "scaleBasic": {"type": "http", "scheme": "basic"},
             },
             "schemas": {
                 "Error": {
@@ -382,6 +406,20 @@ def spec() -> dict[str, Any]:
                         "rule": {"type": "string"},
                         "action": {"enum": ["approve", "reject", "soft_reject", "block", "note"]},
                         "reason": {"type": "string"},
+                    },
+                },
+                "NewWebhook": {
+                    "type": "object",
+                    "required": ["url", "events"],
+                    "description": "Each event is POSTed as JSON {event, study_id, created_at, "
+                    "data} with the headers X-Crowd-Event, X-Crowd-Delivery and "
+                    "X-Crowd-Signature: t=<unix time>,v1=<hex HMAC-SHA256(secret, "
+                    "'<t>.<body>')>; non-2xx answers are retried with backoff for 24 h.",
+                    "properties": {
+                        "url": {"type": "string", "format": "uri", "maxLength": 2000},
+                        "events": {"type": "array", "minItems": 1, "items": {"enum": [
+                            "response.stored", "item.complete", "study.complete",
+                            "worker.blocked"]}},
                     },
                 },
                 "Explanation": {

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Blueprint, jsonify, make_response
 
-from crowd import work
+from crowd import platforms, work
 from crowd.app import platform
 from crowd.exceptions import NoWorkLeft, ValidationError
 from crowd.providers import PROVIDERS
@@ -15,6 +15,7 @@ from crowd.studies import get_study
 from crowd.web.common import (
     WORKER_COOKIE,
     current_experimenter,
+    current_worker,
     current_worker_id,
     json_body,
 )
@@ -82,17 +83,31 @@ def me() -> Any:
 
 @bp.post("/studies/<int:study_id>/next")
 def next_item(study_id: int) -> Any:
-    worker_id = current_worker_id()
+    worker_id, session_id = current_worker()
     body = json_body()
     category = body.get("category")
     if category is not None and not isinstance(category, str):
         raise ValidationError("must be a category name", "category")
     with platform().db.session() as session:
         study = get_study(session, study_id)
+        on_platform = (
+            platforms.load_session(session, session_id, worker_id) if session_id else None
+        )
         try:
-            assignment = work.next_assignment(session, study, worker_id, category or None)
+            assignment = work.next_assignment(
+                session, study, worker_id, category or None, on_platform
+            )
         except NoWorkLeft as done:
-            return {"done": True, "message": str(done)}
+            view: dict[str, Any] = {"done": True, "message": str(done)}
+            if on_platform is not None:
+                handover = platforms.completion(
+                    session, platform().settings, platform().signer, on_platform
+                )
+                if handover is None:
+                    view["message"] += " (no answer was stored: return the task on the platform)"
+                else:
+                    view["completion"] = handover
+            return view
         return work.assignment_view(session, assignment)
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 CONTENT_TYPE = "application/x-amz-json-1.1"
@@ -136,6 +136,10 @@ class MTurkServer:
         self.payments: list[Payment] = []
         self.blocks: dict[str, str] = {}
         self.notifications: list[tuple[list[str], str, str]] = []
+        self.qualifications: dict[tuple[str, str], int] = {}
+        self.expirations: dict[str, float] = {}
+        # What our page posted to /mturk/externalSubmit, in order (form fields).
+        self.submissions: list[dict[str, str]] = []
         # Every well-formed call (operation, body), also the refused ones, in order.
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.tokens: dict[tuple[str, str], str] = {}
@@ -191,6 +195,68 @@ class MTurkServer:
             )
             self.assignments[assignment.id] = assignment
             return assignment.id
+
+    def accept(self, hit_id: str, worker_id: str) -> str:
+        """A worker accepts the HIT (not yet submitted: MTurk does not list it)."""
+        with self.lock:
+            hit = self.hits[hit_id]
+            if worker_id in self.blocks:
+                raise PermissionError(f"worker {worker_id} is blocked by this requester")
+            for requirement in hit.hit_type.qualifications:
+                held = (worker_id, requirement["QualificationTypeId"]) in self.qualifications
+                if requirement["Comparator"] == "DoesNotExist" and held:
+                    raise PermissionError(f"worker {worker_id} may not accept HIT {hit_id}")
+            if time.time() > self.expirations.get(hit_id, hit.created + hit.lifetime):
+                raise PermissionError(f"HIT {hit_id} has expired")
+            taken = sum(1 for a in self.assignments.values() if a.hit_id == hit_id)
+            if taken >= hit.max_assignments:
+                raise PermissionError(f"HIT {hit_id} has no assignment left")
+            assignment = Assignment(
+                id=self._new_id(), hit_id=hit_id, worker_id=worker_id, answer="",
+                status="Accepted",
+            )  # fmt: skip
+            self.assignments[assignment.id] = assignment
+            return assignment.id
+
+    def page_url(self, assignment_id: str, preview: bool = False) -> str:
+        """The address MTurk's frame opens: our ExternalURL with MTurk's query parameters."""
+        with self.lock:
+            if preview:
+                hit = next(iter(self.hits.values()))
+                return f"{hit.url}?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId={hit.id}"
+            assignment = self.assignments[assignment_id]
+            hit = self.hits[assignment.hit_id]
+        query = urlencode(
+            {
+                "assignmentId": assignment.id,
+                "hitId": hit.id,
+                "workerId": assignment.worker_id,
+                "turkSubmitTo": self.endpoint_url,
+            }
+        )
+        return f"{hit.url}?{query}"
+
+    def return_assignment(self, assignment_id: str) -> None:
+        """The worker returns an accepted HIT: the assignment disappears, the place reopens."""
+        with self.lock:
+            if self.assignments[assignment_id].status != "Accepted":
+                raise ValueError("only an accepted (unsubmitted) assignment can be returned")
+            del self.assignments[assignment_id]
+
+    def external_submit(self, fields: dict[str, str]) -> None:
+        """What MTurk does with the form our page posts to /mturk/externalSubmit."""
+        with self.lock:
+            assignment_id = fields.get("assignmentId", "")
+            assignment = self.assignments.get(assignment_id)
+            if assignment is None or assignment.status != "Accepted":
+                raise RequestError(f"assignment {assignment_id!r} is not open for submission")
+            answers = {k: v for k, v in fields.items() if k != "assignmentId"}
+            if not answers:
+                raise RequestError("the form must carry at least one field besides assignmentId")
+            assignment.answer = _answer_xml(answers)
+            assignment.status = "Submitted"
+            assignment.submitted = time.time()
+            self.submissions.append(dict(fields))
 
     def lose_next_response(self, operation: str, times: int = 1) -> None:
         """Do the next `operation` but answer ServiceFault (HTTP 500), as if the answer got lost."""
@@ -472,6 +538,50 @@ class MTurkServer:
             self.tokens[("SendBonus", token)] = assignment.id
         return {}
 
+    def op_GetAssignment(self, body: dict[str, Any]) -> dict[str, Any]:
+        assignment = self._assignment(body["AssignmentId"])
+        if assignment.status == "Accepted":
+            raise RequestError(
+                f"Assignment {assignment.id} is not submitted yet.",
+                "AWS.MechanicalTurk.AssignmentDoesNotExist",
+            )
+        return {
+            "Assignment": _assignment_view(assignment),
+            "HIT": self._hit_view(self.hits[assignment.hit_id]),
+        }
+
+    def op_UpdateExpirationForHIT(self, body: dict[str, Any]) -> dict[str, Any]:
+        hit = self._hit(body["HITId"])
+        when = body["ExpireAt"]
+        self.expirations[hit.id] = float(when)
+        return {}
+
+    def op_CreateAdditionalAssignmentsForHIT(self, body: dict[str, Any]) -> dict[str, Any]:
+        hit = self._hit(body["HITId"])
+        token = body.get("UniqueRequestToken")
+        if self._seen("CreateAdditionalAssignmentsForHIT", token) is not None:
+            raise RequestError(
+                f'The idempotency token "{token}" has already been processed.',
+                "AWS.MechanicalTurk.DuplicateRequest",
+            )
+        more = body["NumberOfAdditionalAssignments"]
+        if not 1 <= more <= 1_000_000:
+            raise RequestError("NumberOfAdditionalAssignments must be 1 or more.")
+        hit.max_assignments += more
+        if token:
+            self.tokens[("CreateAdditionalAssignmentsForHIT", token)] = hit.id
+        return {}
+
+    def op_AssociateQualificationWithWorker(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.qualifications[(body["WorkerId"], body["QualificationTypeId"])] = int(
+            body.get("IntegerValue", 1)
+        )
+        return {}
+
+    def op_DisassociateQualificationFromWorker(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.qualifications.pop((body["WorkerId"], body["QualificationTypeId"]), None)
+        return {}
+
     def op_CreateWorkerBlock(self, body: dict[str, Any]) -> dict[str, Any]:
         if not body["Reason"].strip():
             raise RequestError("Reason must not be empty.")
@@ -699,6 +809,9 @@ def _handler(server: MTurkServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
+            if self.path.split("?")[0] == "/mturk/externalSubmit":
+                self._external_submit(raw)
+                return
             try:
                 operation, body = self._parse(raw)
                 result = server.handle(operation, body)
@@ -736,6 +849,20 @@ def _handler(server: MTurkServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 raise RequestError("The body is not JSON.", kind="SerializationException") from None
             return target[len(TARGET_PREFIX) :], body
+
+        def _external_submit(self, raw: bytes) -> None:
+            fields = {key: values[-1] for key, values in parse_qs(raw.decode()).items()}
+            try:
+                server.external_submit(fields)
+            except RequestError as error:
+                page, status = f"<p>{error.message}</p>".encode(), 400
+            else:
+                page, status = b"<p>Thank you: your HIT was submitted.</p>", 200
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
 
         def _reply(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()

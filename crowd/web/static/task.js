@@ -8,10 +8,19 @@
 
   function $(id) { return document.getElementById(id); }
 
+  // On a crowd platform's page (MTurk's frame, Prolific) the worker token comes with the page:
+  // a cookie set in a third-party frame would be dropped by the browser.
+  function headers(body) {
+    const result = body === undefined ? {} : { "Content-Type": "application/json" };
+    const token = document.getElementById("app") && $("app").dataset.workerToken;
+    if (token) { result["X-Crowd-Worker"] = token; }
+    return result;
+  }
+
   async function call(method, url, body) {
     const response = await fetch(url, {
       method: method,
-      headers: body === undefined ? {} : { "Content-Type": "application/json" },
+      headers: headers(body),
       body: body === undefined ? undefined : JSON.stringify(body),
       credentials: "same-origin",
     });
@@ -44,7 +53,9 @@
     async function submit(request, onError) {
       setBusy(true);
       try {
-        options.render(await request());
+        const view = await request();
+        options.render(view);
+        if (view.done && view.completion) { complete(view.completion); }
         return true;
       } catch (error) {
         if (onError) { onError(error); }
@@ -59,8 +70,30 @@
     function post(view, action, body) {
       return call("POST", "/api/work/assignments/" + view.assignment_id + "/" + action, body);
     }
+    // Hand the finished work back to the crowd platform: a form posted to MTurk's
+    // externalSubmit, or a completion code for Prolific. Our server stored every answer
+    // before it sent this.
+    function complete(completion) {
+      $("completion").classList.remove("hidden");
+      if (completion.kind === "form") {
+        const form = $("completion-form");
+        form.action = completion.action;
+        for (const name in completion.fields) {
+          const input = document.createElement("input");
+          input.type = "hidden"; input.name = name; input.value = completion.fields[name];
+          form.appendChild(input);
+        }
+        form.classList.remove("hidden");
+        $("submit-work").disabled = false;
+      } else if (completion.kind === "code") {
+        $("code").textContent = completion.code;
+        $("code-link").href = completion.url;
+        $("completion-code").classList.remove("hidden");
+      }
+    }
     // Wire #next and #join-button, then fetch the first view or show the join form.
     function start() {
+      if (app.dataset.preview === "yes") { show("none"); setBusy(true); return; }
       $("next").addEventListener("click", next);
       $("join-button").addEventListener("click", async () => {
         setBusy(true);

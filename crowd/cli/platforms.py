@@ -1,0 +1,113 @@
+"""`crowd mturk ...` and `crowd prolific ...`: balance, sync, expire, extend, calls made."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from crowd.cli.common import handle_errors, open_database
+
+
+def platform_group(name: str, label: str, task_word: str) -> click.Group:
+    """The same commands for every crowd platform: one group per provider."""
+
+    @click.group(name=name, help=f"{label}: balance, sync, expire or extend {task_word}s.")
+    def group() -> None:
+        pass
+
+    @group.command("options")
+    def options() -> None:
+        """List the publish options (`crowd study publish --option KEY=VALUE`)."""
+        from crowd.providers import PROVIDERS
+
+        provider = PROVIDERS.get(name)
+        described = __import__(type(provider).__module__, fromlist=["x"]).OPTION_HELP
+        for key, text in described.items():
+            click.echo(f"{key:24} {text}")
+
+    @group.command("balance")
+    @click.option("--sandbox/--production", default=True, show_default=True,
+                  help="Which account (MTurk: the sandbox or the real marketplace).")  # fmt: skip
+    @handle_errors
+    def balance(sandbox: bool) -> None:
+        """Print the account's available balance."""
+        from crowd.providers import PROVIDERS
+
+        settings, _db = open_database()
+        click.echo(json.dumps(PROVIDERS.get(name).balance(settings, {"sandbox": sandbox})))
+
+    @group.command("sync")
+    @click.argument("study_id", type=int)
+    @handle_errors
+    def sync(study_id: int) -> None:
+        """Sync the study's sessions with the platform now (crowd worker does it every few
+        minutes): submitted, returned and abandoned work, answers to recover."""
+        from crowd import platforms
+        from crowd.security import WorkerSigner
+        from crowd.studies import get_study
+
+        settings, db = open_database()
+        with db.session() as session:
+            study = get_study(session, study_id)
+            report = platforms.sync_study(
+                session, settings, WorkerSigner(settings.secret_key), study
+            )
+        click.echo(json.dumps(report.to_json(), indent=2))
+
+    @group.command("expire")
+    @click.argument("study_id", type=int)
+    @click.option("--task", "task_id", default=None, help=f"Only this {task_word} id.")
+    @handle_errors
+    def expire(study_id: int, task_id: str | None) -> None:
+        """Close the study's tasks to new workers (work in progress goes on)."""
+        from crowd import platforms
+        from crowd.studies import get_study
+
+        settings, db = open_database()
+        with db.session() as session:
+            done = platforms.expire(session, settings, get_study(session, study_id), name, task_id)
+        click.echo(f"expired {done} {task_word}(s)")
+
+    @group.command("extend")
+    @click.argument("study_id", type=int)
+    @click.option("--hours", type=float, default=0, help="Keep them open this much longer.")
+    @click.option("--places", type=int, default=0, help="Add this many places to each.")
+    @click.option("--task", "task_id", default=None, help=f"Only this {task_word} id.")
+    @handle_errors
+    def extend(study_id: int, hours: float, places: int, task_id: str | None) -> None:
+        """Keep the study's tasks open longer and/or add places."""
+        from crowd import platforms
+        from crowd.studies import get_study
+
+        settings, db = open_database()
+        with db.session() as session:
+            study = get_study(session, study_id)
+            done = platforms.extend(
+                session, settings, study, name, task_id, int(hours * 3600), places
+            )
+        click.echo(f"extended {done} {task_word}(s)")
+
+    @group.command("actions")
+    @click.argument("study_id", type=int)
+    @handle_errors
+    def actions(study_id: int) -> None:
+        """The platform calls made or pending for the study (approve, bonus, block, ...)."""
+        from crowd import platforms
+        from crowd.studies import get_study
+
+        _settings, db = open_database()
+        with db.session() as session:
+            rows = platforms.actions(session, get_study(session, study_id))
+        for row in rows:
+            if row["provider"] == name:
+                click.echo(
+                    f"{row['id']:>5} {row['action']:20} worker {row['worker_id']} "
+                    f"{row['status']:8} attempts {row['attempts']} {row['last_error'] or ''}"
+                )
+
+    return group
+
+
+mturk = platform_group("mturk", "Amazon Mechanical Turk", "HIT")
+prolific = platform_group("prolific", "Prolific", "study")
