@@ -9,6 +9,7 @@ there, and a decision that rolls back never reaches the platform.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -38,7 +39,9 @@ from crowd.storage import (
     WorkerBlock,
 )
 
-ACTIONS = ("approve", "reject", "soft_reject", "block", "unblock", "bonus", "note")
+ACTIONS = (
+    "approve", "reject", "soft_reject", "block", "unblock", "bonus", "note", "notify", "qualify",
+)  # fmt: skip
 BULK_ACTIONS = ("approve", "reject", "soft_reject", "block", "note")
 # Reviewers judge work; paying extra and barring people from every study is the
 # experimenter's call.
@@ -47,6 +50,7 @@ ALLOWED: dict[Role, frozenset[str]] = {
     Role.REVIEWER: frozenset({"approve", "reject", "soft_reject", "note"}),
 }
 MAX_BONUS = Decimal("100.00")
+QUALIFICATION_ID = re.compile(r"^[A-Z0-9]{1,64}$")
 MAX_TEXT = 2000
 # Outbox topic: the queue job tells the study's webhooks (crowd.webhooks.after_block).
 WORKER_BLOCKED = "worker.blocked"
@@ -296,6 +300,48 @@ def _note(
     return Outcome("note", worker.id, "note added")
 
 
+def _notify(
+    session: Session, study: Study, worker: Worker, row: StudyWorker, reviewer: Reviewer,
+    params: dict[str, Any],
+) -> Outcome:  # fmt: skip
+    """Message the worker through their platform (MTurk e-mails them)."""
+    message = _text(params.get("reason") or params.get("message"), "message", required=True)
+    subject = params.get("subject") or f"About your work in {study.name}"
+    subject = _text(subject, "subject", required=True)[:200]
+    queued = platforms.request_action(
+        session, study, worker, "notify", {"subject": subject, "message": message}
+    )
+    audit(session, reviewer.actor, "notify", message, study_id=study.id, worker_id=worker.id,
+          details={"subject": subject, "sent": bool(queued)})  # fmt: skip
+    if not queued:
+        return Outcome("notify", worker.id, "this worker has no platform to message", False)
+    return Outcome("notify", worker.id, "message queued to the worker's platform")
+
+
+def _qualify(
+    session: Session, study: Study, worker: Worker, row: StudyWorker, reviewer: Reviewer,
+    params: dict[str, Any],
+) -> Outcome:  # fmt: skip
+    """Grant the worker a platform qualification (e.g. MTurk's, for follow-up studies)."""
+    qualification = params.get("qualification")
+    if not isinstance(qualification, str) or not QUALIFICATION_ID.match(qualification):
+        raise ValidationError("must be a platform qualification id (A-Z, 0-9)", "qualification")
+    try:
+        value = int(params.get("value", 1))
+    except (TypeError, ValueError):
+        raise ValidationError("must be a whole number", "value") from None
+    queued = platforms.request_action(
+        session, study, worker, "grant_qualification",
+        {"qualification_id": qualification, "value": value},
+    )  # fmt: skip
+    details = {"qualification": qualification, "value": value, "sent": bool(queued)}
+    audit(session, reviewer.actor, "qualify", _text(params.get("reason"), "reason", False),
+          study_id=study.id, worker_id=worker.id, details=details)  # fmt: skip
+    if not queued:
+        return Outcome("qualify", worker.id, "this worker has no platform to qualify on", False)
+    return Outcome("qualify", worker.id, f"qualification {qualification} queued")
+
+
 _HANDLERS = {
     "approve": _approve,
     "reject": _reject,
@@ -304,6 +350,8 @@ _HANDLERS = {
     "unblock": _unblock,
     "bonus": _bonus,
     "note": _note,
+    "notify": _notify,
+    "qualify": _qualify,
 }
 
 

@@ -152,6 +152,33 @@ def bonus(study_id: int, worker_id: int, amount: str, reason: str, token: str | 
     _act(study_id, (worker_id,), "bonus", actor, **params)
 
 
+@review.command("notify")
+@click.argument("study_id", type=int)
+@click.argument("worker_ids", type=int, nargs=-1, required=True)
+@click.option("--message", required=True, help="The text the workers get (MTurk e-mails it).")
+@click.option("--subject", default=None, help="Subject line (default: names the study).")
+@as_option
+@handle_errors
+def notify(study_id: int, worker_ids: tuple[int, ...], message: str, subject: str | None,
+           actor: str | None) -> None:  # fmt: skip
+    """Message workers through their crowd platform."""
+    params = {"message": message, **({"subject": subject} if subject else {})}
+    _act(study_id, worker_ids, "notify", actor, **params)
+
+
+@review.command("qualify")
+@click.argument("study_id", type=int)
+@click.argument("worker_ids", type=int, nargs=-1, required=True)
+@click.option("--qualification", required=True, help="The platform's qualification type id.")
+@click.option("--value", type=int, default=1, show_default=True, help="Its integer value.")
+@as_option
+@handle_errors
+def qualify(study_id: int, worker_ids: tuple[int, ...], qualification: str, value: int,
+            actor: str | None) -> None:  # fmt: skip
+    """Grant workers a qualification on their platform (e.g. for a follow-up study)."""
+    _act(study_id, worker_ids, "qualify", actor, qualification=qualification, value=value)
+
+
 @review.command("bulk")
 @click.argument("study_id", type=int)
 @click.option("--rule", required=True, help="Act on every worker on whom this rule fires.")

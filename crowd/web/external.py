@@ -8,11 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, render_template, request
+from sqlalchemy import select
 
 from crowd import platforms
 from crowd.app import platform
 from crowd.exceptions import NotFound
 from crowd.providers import PROVIDERS
+from crowd.storage import Publication
 from crowd.studies import get_study
 from crowd.work import DEFAULT_ITEMS_PER_SESSION
 from tasks import get_hit_type
@@ -34,6 +36,13 @@ def page(provider: str, study_id: int) -> Any:
         )
         hit = get_hit_type(study.hit_type)
         name = study.name
+        latest = session.scalar(
+            select(Publication.options)
+            .where(Publication.study_id == study.id, Publication.provider == provider)
+            .order_by(Publication.id.desc())
+            .limit(1)
+        )
+        per_session = (latest or {}).get("items_per_session") or DEFAULT_ITEMS_PER_SESSION
     response = render_template(
         hit.template,
         study_id=study_id,
@@ -44,7 +53,7 @@ def page(provider: str, study_id: int) -> Any:
         external=True,
         preview=bound.preview,
         provider_label=LABELS.get(provider, provider),
-        items_per_session=DEFAULT_ITEMS_PER_SESSION,
+        items_per_session=per_session,
         worker_token=bound.token,
     )
     return (

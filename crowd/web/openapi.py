@@ -114,6 +114,20 @@ def spec() -> dict[str, Any]:
             "/api/studies/{study_id}/publish": {
                 "post": _op("Publish to providers", params=[STUDY_ID], body="Publish")
             },
+            "/api/studies/{study_id}/publications": {
+                "get": _op(
+                    "What the study was published as on crowd platforms (HITs, Prolific "
+                    "studies) and the platform calls made or pending",
+                    params=[STUDY_ID],
+                )
+            },
+            "/api/studies/{study_id}/sync": {
+                "post": _op(
+                    "Sync with the crowd platforms now: submitted, returned and abandoned "
+                    "sessions, answers recovered (crowd worker does it periodically)",
+                    params=[STUDY_ID],
+                )
+            },
             "/api/studies/{study_id}/export": {
                 "get": _op(
                     "Export responses",
@@ -146,37 +160,59 @@ def spec() -> dict[str, Any]:
             },
             "/api/studies/{study_id}/workers": {
                 "get": {
-                    **_op("Workers with their QC evidence, rules firing and standing",
-                          params=[STUDY_ID]),
-                    "parameters": [STUDY_ID, {"name": "sort", "in": "query", "schema": {
-                        "type": "string", "description": "column, '-' prefix for descending: "
-                        "worker, responses, gold_accuracy, gold_mean, attention_failed, "
-                        "too_fast_share, constant_share, longest_run, flags, status"}}],
+                    **_op(
+                        "Workers with their QC evidence, rules firing and standing",
+                        params=[STUDY_ID],
+                    ),
+                    "parameters": [
+                        STUDY_ID,
+                        {
+                            "name": "sort",
+                            "in": "query",
+                            "schema": {
+                                "type": "string",
+                                "description": "column, '-' prefix for descending: "
+                                "worker, responses, gold_accuracy, gold_mean, attention_failed, "
+                                "too_fast_share, constant_share, longest_run, flags, status",
+                            },
+                        },
+                    ],
                 }
             },
             "/api/studies/{study_id}/workers/{worker_id}": {
-                "get": _op("A worker's answers in order, evidence and audit trail",
-                           params=[STUDY_ID, WORKER_ID])
+                "get": _op(
+                    "A worker's answers in order, evidence and audit trail",
+                    params=[STUDY_ID, WORKER_ID],
+                )
             },
             "/api/studies/{study_id}/workers/{worker_id}/actions": {
-                "post": _op("Approve, reject, soft-reject, block, unblock, bonus or note",
-                            params=[STUDY_ID, WORKER_ID], body="WorkerAction")
+                "post": _op(
+                    "Approve, reject, soft-reject, block, unblock, bonus or note",
+                    params=[STUDY_ID, WORKER_ID],
+                    body="WorkerAction",
+                )
             },
             "/api/studies/{study_id}/workers/bulk": {
-                "post": _op("One action on every worker a rule fires on",
-                            params=[STUDY_ID], body="BulkAction")
+                "post": _op(
+                    "One action on every worker a rule fires on",
+                    params=[STUDY_ID],
+                    body="BulkAction",
+                )
             },
             "/api/studies/{study_id}/audit": {
                 "get": {
                     **_op("The audit log, newest first", params=[STUDY_ID]),
-                    "parameters": [STUDY_ID,
-                                   {"name": "worker", "in": "query", "schema": {"type": "integer"}},
-                                   {"name": "limit", "in": "query", "schema": {"type": "integer"}}],
+                    "parameters": [
+                        STUDY_ID,
+                        {"name": "worker", "in": "query", "schema": {"type": "integer"}},
+                        {"name": "limit", "in": "query", "schema": {"type": "integer"}},
+                    ],
                 }
             },
             "/api/studies/{study_id}/aggregations": {
-                "get": _op("Stored aggregated labels and worker skills by method",
-                           params=[STUDY_ID]),
+                "get": _op(
+                    "Stored aggregated labels and worker skills by method", params=[STUDY_ID]
+                ),
                 "post": _op(
                     "Aggregate the filtered set now ({methods: [majority_vote, dawid_skene, "
                     "mace, ordinal_mean, first_change, bradley_terry]})",
@@ -185,21 +221,37 @@ def spec() -> dict[str, Any]:
                 ),
             },
             "/api/studies/{study_id}/webhooks": {
-                "get": _op("The study's active webhooks (without their secrets)",
-                           params=[STUDY_ID]),
-                "post": _op("Subscribe a URL to events; the answer shows the signing secret, "
-                            "once", params=[STUDY_ID], body="NewWebhook", ok="201"),
+                "get": _op(
+                    "The study's active webhooks (without their secrets)", params=[STUDY_ID]
+                ),
+                "post": _op(
+                    "Subscribe a URL to events; the answer shows the signing secret, once",
+                    params=[STUDY_ID],
+                    body="NewWebhook",
+                    ok="201",
+                ),
             },
             "/api/studies/{study_id}/webhooks/{webhook_id}": {
-                "delete": _op("Remove a webhook (deliveries waiting for a retry are dropped)",
-                              params=[STUDY_ID, WEBHOOK_ID])
+                "delete": _op(
+                    "Remove a webhook (deliveries waiting for a retry are dropped)",
+                    params=[STUDY_ID, WEBHOOK_ID],
+                )
             },
             "/api/studies/{study_id}/webhooks/{webhook_id}/deliveries": {
                 "get": {
-                    **_op("Recent deliveries with status, attempts and last error, newest first",
-                          params=[STUDY_ID, WEBHOOK_ID]),
-                    "parameters": [STUDY_ID, WEBHOOK_ID, {"name": "limit", "in": "query",
-                                   "schema": {"type": "integer", "minimum": 1, "maximum": 500}}],
+                    **_op(
+                        "Recent deliveries with status, attempts and last error, newest first",
+                        params=[STUDY_ID, WEBHOOK_ID],
+                    ),
+                    "parameters": [
+                        STUDY_ID,
+                        WEBHOOK_ID,
+                        {
+                            "name": "limit",
+                            "in": "query",
+                            "schema": {"type": "integer", "minimum": 1, "maximum": 500},
+                        },
+                    ],
                 }
             },
             "/api/work/join": {
@@ -359,7 +411,17 @@ def spec() -> dict[str, Any]:
                 "Publish": {
                     "type": "object",
                     "properties": {
-                        "providers": {"type": "array", "items": {"enum": ["local", "sim"]}}
+                        "providers": {
+                            "type": "array",
+                            "items": {"enum": ["local", "sim", "mturk", "prolific"]},
+                        },
+                        "options": {
+                            "type": "object",
+                            "description": 'Options per platform provider, e.g. {"mturk": '
+                            '{"reward": "0.50", "sandbox": true, "items_per_session": '
+                            "10}}; `crowd mturk options` / `crowd prolific options` list them",
+                            "additionalProperties": {"type": "object"},
+                        },
                     },
                 },
                 "Join": {
@@ -382,20 +444,43 @@ def spec() -> dict[str, Any]:
                             "oneOf": [{"enum": ["human", "machine"]}, {"type": "integer"}],
                         },
                         "rating": {"type": "number", "description": "likert: the rating"},
-                        "sim_seconds": {"type": "number", "description": "simulated workers "
-                                        "only: the simulated time the step took"},
+                        "sim_seconds": {
+                            "type": "number",
+                            "description": "simulated workers "
+                            "only: the simulated time the step took",
+                        },
                     },
                 },
                 "WorkerAction": {
                     "type": "object",
                     "required": ["action"],
                     "properties": {
-                        "action": {"enum": ["approve", "reject", "soft_reject", "block",
-                                            "unblock", "bonus", "note"]},
-                        "reason": {"type": "string", "description": "feedback for reject, "
-                                   "the note's text, why for soft_reject, block and bonus"},
-                        "amount": {"type": "string", "description": "bonus in dollars, e.g. "
-                                   "0.50"},
+                        "action": {
+                            "enum": [
+                                "approve",
+                                "reject",
+                                "soft_reject",
+                                "block",
+                                "unblock",
+                                "bonus",
+                                "note",
+                                "notify",
+                                "qualify",
+                            ]
+                        },
+                        "reason": {
+                            "type": "string",
+                            "description": "feedback for reject, "
+                            "the note's text, why for soft_reject, block and bonus, the "
+                            "message for notify",
+                        },
+                        "subject": {"type": "string", "description": "notify: subject line"},
+                        "qualification": {
+                            "type": "string",
+                            "description": "qualify: the platform's qualification type id",
+                        },
+                        "value": {"type": "integer", "description": "qualify: its value"},
+                        "amount": {"type": "string", "description": "bonus in dollars, e.g. 0.50"},
                         "token": {"type": "string", "description": "bonus idempotency token"},
                     },
                 },
@@ -417,9 +502,18 @@ def spec() -> dict[str, Any]:
                     "'<t>.<body>')>; non-2xx answers are retried with backoff for 24 h.",
                     "properties": {
                         "url": {"type": "string", "format": "uri", "maxLength": 2000},
-                        "events": {"type": "array", "minItems": 1, "items": {"enum": [
-                            "response.stored", "item.complete", "study.complete",
-                            "worker.blocked"]}},
+                        "events": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {
+                                "enum": [
+                                    "response.stored",
+                                    "item.complete",
+                                    "study.complete",
+                                    "worker.blocked",
+                                ]
+                            },
+                        },
                     },
                 },
                 "Explanation": {
@@ -430,8 +524,10 @@ def spec() -> dict[str, Any]:
                         "typing": {
                             "type": "object",
                             "description": "how the text was entered, as the page saw it",
-                            "properties": {name: {"type": "integer", "minimum": 0} for name in
-                                           ("keys", "pastes", "pasted_chars", "typing_ms")},
+                            "properties": {
+                                name: {"type": "integer", "minimum": 0}
+                                for name in ("keys", "pastes", "pasted_chars", "typing_ms")
+                            },
                         },
                     },
                 },

@@ -176,7 +176,8 @@ def _post_action(study_id: int, do: Callable[[Session, Study, review.Reviewer], 
 
 
 def _form_params() -> dict[str, Any]:
-    return {key: request.form[key] for key in ("reason", "amount") if request.form.get(key)}
+    keys = ("reason", "amount", "subject", "qualification", "value")
+    return {key: request.form[key] for key in keys if request.form.get(key)}
 
 
 @bp.post("/studies/<int:study_id>/workers/<int:worker_id>/act")

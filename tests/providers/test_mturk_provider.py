@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 import requests
+from click.testing import CliRunner
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from crowd import platforms
+from crowd.cli import main
 from crowd.queue.runner import run_worker
 from crowd.security import WorkerSigner
 from crowd.settings import Settings
@@ -200,6 +202,14 @@ def test_a_worker_does_the_hit_which_is_synced_approved_paid_a_bonus_once_and_bl
     assert mturk.calls_to("SendBonus") == 2
     assert [(p.worker_id, p.amount) for p in mturk.bonuses()] == [(WORKER, Decimal("0.25"))]
 
+    note = {"action": "notify", "subject": "Thanks", "reason": "A follow-up study is open."}
+    assert client.post(actions, json=note, headers=auth).status_code == 200
+    grant = {"action": "qualify", "qualification": "3FOLLOWUPQUAL", "value": 7}
+    assert client.post(actions, json=grant, headers=auth).status_code == 200
+    run_worker(settings, burst=True)
+    assert mturk.notifications == [([WORKER], "Thanks", "A follow-up study is open.")]
+    assert mturk.qualifications[(WORKER, "3FOLLOWUPQUAL")] == 7
+
     block = {"action": "block", "reason": "copied answers elsewhere"}
     assert client.post(actions, json=block, headers=auth).status_code == 200
     run_worker(settings, burst=True)
@@ -212,6 +222,8 @@ def test_a_worker_does_the_hit_which_is_synced_approved_paid_a_bonus_once_and_bl
         assert [(a.action, a.status) for a in done_actions] == [
             ("approve", ActionStatus.DONE),
             ("bonus", ActionStatus.DONE),
+            ("notify", ActionStatus.DONE),
+            ("grant_qualification", ActionStatus.DONE),
             ("block", ActionStatus.DONE),
         ]
         assert session.get(PlatformSession, row.id).state == SessionState.APPROVED
@@ -333,3 +345,33 @@ def test_expire_and_extend_hits(
         assert platforms.extend(session, settings, study, "mturk", hit_id, 0, 1) == 1
     assert mturk.hits[hit_id].max_assignments == 4
     mturk.accept(hit_id, WORKER)
+
+
+def test_the_cli_publishes_syncs_expires_extends_and_shows_the_balance(
+    runner: CliRunner, study_id: int, mturk: MTurkServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CROWD_MTURK_ENDPOINT_URL", mturk.endpoint_url)
+    options = ["--option", "items_per_session=2", "--option", "hits=1"]
+    result = runner.invoke(
+        main,
+        ["study", "publish", str(study_id), "--provider", "mturk", "--reward", "0.30", *options],
+    )
+    assert result.exit_code == 0, result.output
+    assert f"mturk page: http://127.0.0.1:5000/ext/mturk/{study_id}" in result.output
+    hit = next(iter(mturk.hits.values()))
+    assert hit.hit_type.reward == Decimal("0.30") and hit.max_assignments == 2
+    result = runner.invoke(main, ["mturk", "balance"])
+    assert result.exit_code == 0 and '"available": "100.00"' in result.output
+    result = runner.invoke(main, ["mturk", "sync", str(study_id)])
+    assert result.exit_code == 0 and '"seen": 0' in result.output, result.output
+    result = runner.invoke(main, ["mturk", "expire", str(study_id)])
+    assert result.exit_code == 0 and "expired 1 HIT(s)" in result.output
+    result = runner.invoke(
+        main, ["mturk", "extend", str(study_id), "--hours", "2", "--places", "1"]
+    )
+    assert result.exit_code == 0 and "extended 1 HIT(s)" in result.output
+    assert hit.max_assignments == 3
+    result = runner.invoke(main, ["mturk", "options"])
+    assert "block_qualification_id" in result.output
+    result = runner.invoke(main, ["study", "publish", str(study_id), "--provider", "mturk"])
+    assert result.exit_code == 1 and "MTurk needs a reward" in result.output
