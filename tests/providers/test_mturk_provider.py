@@ -20,7 +20,9 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from crowd import platforms
+from crowd.app import redis_connection
 from crowd.cli import main
+from crowd.queue.jobs import request_platform_syncs
 from crowd.queue.runner import run_worker
 from crowd.security import WorkerSigner
 from crowd.settings import Settings
@@ -31,6 +33,7 @@ from crowd.storage import (
     Database,
     PlatformAction,
     PlatformSession,
+    RemoteTask,
     Response,
     SessionState,
     Study,
@@ -375,3 +378,26 @@ def test_the_cli_publishes_syncs_expires_extends_and_shows_the_balance(
     assert "block_qualification_id" in result.output
     result = runner.invoke(main, ["study", "publish", str(study_id), "--provider", "mturk"])
     assert result.exit_code == 1 and "MTurk needs a reward" in result.output
+
+
+def test_crowd_worker_syncs_published_studies_as_a_job(
+    client: FlaskClient,
+    auth: dict[str, str],
+    study_id: int,
+    mturk: MTurkServer,
+    db: Database,
+    settings: Settings,
+) -> None:
+    publish(client, auth, study_id)
+    mturk.add_assignment(next(iter(mturk.hits)), WORKER)  # work our page never saw
+    assert settings.redis_url
+    connection = redis_connection(settings.redis_url)
+    assert request_platform_syncs(connection, db) == 1
+    assert request_platform_syncs(connection, db) == 0  # one waiting sync is enough
+    run_worker(settings, burst=True)
+    with db.session() as session:
+        tasks = session.scalars(select(RemoteTask)).all()
+        assert tasks and all(task.synced_at is not None for task in tasks)
+        # Its worker is known now, its answers were not ours to recover.
+        row = session.scalar(select(PlatformSession))
+        assert row is not None and row.state == SessionState.SUBMITTED
