@@ -519,7 +519,10 @@ def test_an_experimenter_blocks_unblocks_and_pays_a_bonus_once(
     assert "(experimenter)" in page.inner_text(".who")
     page.goto(reviewed.worker_url("sim-careful-01"))
     offered = options(page, "#action option")
-    assert offered == ["approve", "block", "bonus", "note", "reject", "soft_reject", "unblock"]
+    assert offered == [
+        "approve", "block", "bonus", "note", "notify", "qualify", "reject", "soft_reject",
+        "unblock",
+    ]
 
     blocked = act(page, "block", "copied answers from a forum")
     assert blocked == "blocked from every study of this experimenter"
