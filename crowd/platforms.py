@@ -9,6 +9,8 @@ calls decided by reviewers, which a job makes after the commit (PlatformAction r
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from crowd import studies
@@ -243,6 +246,19 @@ def bind_page(
         .with_for_update()
     )
     if row is None:
+        # The platform limits how many workers hold a task at once; a page opened with
+        # made-up assignment ids beyond that (with some slack for returned places that a
+        # sync has not seen yet) is refused, so forged sessions cannot fill the study.
+        holding = session.scalar(
+            select(func.count(PlatformSession.id)).where(
+                PlatformSession.remote_task_id == task.id,
+                PlatformSession.state == SessionState.OPEN,
+            )
+        )
+        if (holding or 0) >= 2 * task.places + 2:
+            raise PermissionDenied(
+                "this task has no open place: accept it on the platform, or try again later"
+            )
         row = PlatformSession(
             study_id=study.id,
             worker_id=worker.id,
@@ -252,8 +268,20 @@ def bind_page(
             submit_to=binding.submit_to,
         )
         session.add(row)
-        session.flush()
-    elif row.worker_id != worker.id or row.remote_task_id != task.id:
+        try:
+            with session.begin_nested():
+                session.flush()
+        except IntegrityError:
+            # The same page loaded twice at once (PostgreSQL): the other request made it.
+            row = session.scalar(
+                select(PlatformSession).where(
+                    PlatformSession.provider == provider_name,
+                    PlatformSession.remote_id == binding.session_remote_id,
+                )
+            )
+            if row is None:
+                raise
+    if row.worker_id != worker.id or row.remote_task_id != task.id:
         # Someone else's assignment id in the address: refuse rather than mix their work.
         raise PermissionDenied("this assignment belongs to another worker or task")
     return PageBinding(
@@ -300,9 +328,10 @@ def completion(
     )
     handover = provider.completion(settings, binding, row.completion_code)
     if handover.get("kind") == "form":
+        # Our own item ids: they mean nothing to the worker (external ids might).
         records = [
             {
-                "item": response.item.external_id,
+                "item": response.item_id,
                 "answer": response.answer,
                 "explanation": response.explanation,
                 "reasons": response.reasons,
@@ -322,9 +351,6 @@ def completion(
 
 def provider_code(settings: Settings, row: PlatformSession) -> str:
     """The completion code of a session: derived from our secret, so it cannot be guessed."""
-    import hashlib
-    import hmac
-
     digest = hmac.new(
         settings.secret_key.encode(), f"{row.provider}:{row.remote_id}".encode(), hashlib.sha256
     ).hexdigest()
@@ -334,42 +360,94 @@ def provider_code(settings: Settings, row: PlatformSession) -> str:
 # --------------------------------------------------------------------------- sync
 
 
-def sync_study(
-    session: Session, settings: Settings, signer: WorkerSigner, study: Study
-) -> SyncReport:
-    """Bring our platform sessions in line with what each platform says about them."""
+def sync_study(db: Database, settings: Settings, signer: WorkerSigner, study_id: int) -> SyncReport:
+    """Bring our platform sessions in line with what each platform says about them.
+
+    The platforms are read outside any transaction (paging through every HIT can take a
+    while, and SQLite's write lock would stall every worker meanwhile); what they said is
+    then applied in one short transaction, and places are reclaimed after it commits.
+    """
     report = SyncReport()
+    with db.read_session() as session:
+        study = studies.get_study(session, study_id)
+        plans = [
+            (publication.id, publication.provider, dict(publication.remote), task_ids)
+            for publication in session.scalars(
+                select(Publication).where(Publication.study_id == study.id).order_by(Publication.id)
+            ).all()
+            if (
+                task_ids := list(
+                    session.scalars(
+                        select(RemoteTask.remote_id).where(
+                            RemoteTask.publication_id == publication.id
+                        )
+                    ).all()
+                )
+            )
+        ]
+    seen: list[tuple[int, list[RemoteSubmission], set[str]]] = []
+    for publication_id, name, remote, task_ids in plans:
+        provider = PROVIDERS.get(name)
+        found: list[RemoteSubmission] = []
+        failed: set[str] = set()
+        for task_id in task_ids:
+            # One task the platform lost (MTurk deletes old HITs) must not stop the rest.
+            try:
+                found.extend(provider.sync(settings, remote, [task_id]))
+            except Exception as error:  # noqa: BLE001 - reported, the sync goes on
+                failed.add(task_id)
+                report.problems.append(f"{name} task {task_id}: {type(error).__name__}: {error}")
+        seen.append((publication_id, found, failed))
+    ended: list[tuple[str, dict[str, Any], str, int]] = []
     now = utcnow()
-    for publication in session.scalars(
-        select(Publication).where(Publication.study_id == study.id).order_by(Publication.id)
-    ).all():
-        provider = PROVIDERS.get(publication.provider)
-        tasks = session.scalars(
-            select(RemoteTask).where(RemoteTask.publication_id == publication.id)
-        ).all()
-        if not tasks:
-            continue
-        by_remote = {task.remote_id: task for task in tasks}
-        listed: set[str] = set()
-        ended: dict[str, int] = {}
-        for submission in provider.sync(settings, publication.remote, list(by_remote)):
-            report.seen += 1
-            listed.add(submission.remote_id)
-            task = by_remote.get(submission.task_remote_id)
-            if task is None:
+    with db.session() as session:
+        study = studies.get_study(session, study_id)
+        for publication_id, found, failed in seen:
+            publication = session.get(Publication, publication_id)
+            if publication is None:
                 continue
-            before = report.returned + report.abandoned
-            _sync_one(session, settings, signer, study, provider, task, submission, report)
-            if report.returned + report.abandoned > before:
-                ended[task.remote_id] = ended.get(task.remote_id, 0) + 1
-        for task_id, count in ended.items():
-            # Places of work that ended undone go back to the crowd.
-            added = provider.reclaim(settings, publication.remote, task_id, count)
-            by_remote[task_id].places += added
+            provider = PROVIDERS.get(publication.provider)
+            tasks = session.scalars(
+                select(RemoteTask).where(RemoteTask.publication_id == publication.id)
+            ).all()
+            by_remote = {task.remote_id: task for task in tasks}
+            counts: dict[str, int] = {}
+            for submission in found:
+                report.seen += 1
+                task = by_remote.get(submission.task_remote_id)
+                if task is None:
+                    continue
+                before = report.returned + report.abandoned
+                _sync_one(session, settings, signer, study, provider, task, submission, report)
+                if report.returned + report.abandoned > before:
+                    counts[task.remote_id] = counts.get(task.remote_id, 0) + 1
+            for task in tasks:
+                if task.remote_id not in failed:
+                    task.synced_at = now
+            listed = {submission.remote_id for submission in found}
+            _abandon_unlisted(session, study, publication, listed, report)
+            ended.extend(
+                (publication.provider, dict(publication.remote), task_id, count)
+                for task_id, count in counts.items()
+            )
+    for name, remote, task_id, count in ended:
+        # Places of work that ended undone go back to the crowd (where the platform does
+        # not reopen them itself); recorded after the call, in a transaction of its own.
+        try:
+            added = PROVIDERS.get(name).reclaim(settings, remote, task_id, count)
+        except Exception as error:  # noqa: BLE001 - the next sync tries again
+            report.problems.append(f"{name} task {task_id}: reclaiming places: {error}")
+            continue
+        if added:
+            with db.session() as session:
+                task = session.scalar(
+                    select(RemoteTask).where(
+                        RemoteTask.provider == name, RemoteTask.remote_id == task_id
+                    )
+                )
+                if task is not None:
+                    task.places += added
             report.reclaimed += added
-        for task in tasks:
-            task.synced_at = now
-        _abandon_unlisted(session, study, publication, listed, report)
     return report
 
 
@@ -401,11 +479,11 @@ def _sync_one(
         return
     row.remote_state = submission.raw_state
     row.submission_id = submission.submission_id or row.submission_id
-    if submission.state in ("submitted", "approved", "rejected"):
-        if _recover_answers(session, signer, study, row, submission):
+    handed_in = submission.state in ("submitted", "approved", "rejected")
+    if handed_in and row.state in (SessionState.OPEN, SessionState.ABANDONED):
+        if _recover_answers(session, signer, study, row, submission, report):
             report.recovered += 1
-        if submission.code is not None and submission.code != row.completion_code:
-            _problem(row, report, f"completion code {submission.code!r} is not the one we issued")
+        _check_handover(session, settings, row, submission, report)
     previous = SessionState(row.state)
     new = {
         "submitted": SessionState.SUBMITTED,
@@ -422,18 +500,57 @@ def _sync_one(
     if new == SessionState.SUBMITTED:
         row.submitted_at = row.submitted_at or utcnow()
         report.submitted += 1
-        _apply_decision(session, study, row)
+        if not row.problems:
+            _apply_decision(session, study, row)
     elif new == SessionState.APPROVED:
         report.approved += 1
     elif new == SessionState.REJECTED:
         report.rejected += 1
     else:
         freed = _free_open_assignments(session, row, new)
+        _flag_unhanded(session, row, report)
         if new == SessionState.RETURNED:
             report.returned += 1
         else:
             report.abandoned += 1
         log.info("platform session %s %s: %d open item(s) freed", row.id, new, freed)
+
+
+def _check_handover(
+    session: Session,
+    settings: Settings,
+    row: PlatformSession,
+    submission: RemoteSubmission,
+    report: SyncReport,
+) -> None:
+    """Work handed in on the platform must be work we stored, with the code we issued
+    for it: anything else (a form posted straight to MTurk, a guessed code) is flagged,
+    and flagged sessions are never approved on their own."""
+    stored = session.scalar(
+        select(func.count(Response.id))
+        .join(Assignment, Assignment.id == Response.assignment_id)
+        .where(Assignment.platform_session_id == row.id)
+    )
+    if not stored:
+        _problem(row, report, "handed in without any answer stored with us")
+    entered = submission.code if submission.code is not None else submission.answers.get(CODE_FIELD)
+    expected = provider_code(settings, row)
+    if entered is None:
+        _problem(row, report, "handed in without our completion code")
+    elif not hmac.compare_digest(entered.strip().upper(), expected):
+        _problem(row, report, f"completion code {entered[:40]!r} is not the one we issued")
+
+
+def _flag_unhanded(session: Session, row: PlatformSession, report: SyncReport) -> None:
+    """Answers stored in a session the platform never received (returned, abandoned, or
+    opened with made-up ids): kept, but flagged for the reviewer."""
+    stored = session.scalar(
+        select(func.count(Response.id))
+        .join(Assignment, Assignment.id == Response.assignment_id)
+        .where(Assignment.platform_session_id == row.id)
+    )
+    if stored:
+        _problem(row, report, f"{stored} answer(s) stored but never handed in on the platform")
 
 
 def _problem(row: PlatformSession, report: SyncReport, text: str) -> None:
@@ -469,6 +586,7 @@ def _abandon_unlisted(
             continue
         row.state = SessionState.ABANDONED
         _free_open_assignments(session, row, SessionState.ABANDONED)
+        _flag_unhanded(session, row, report)
         report.abandoned += 1
 
 
@@ -516,6 +634,7 @@ def _recover_answers(
     study: Study,
     row: PlatformSession,
     submission: RemoteSubmission,
+    report: SyncReport,
 ) -> bool:
     """Store answers that the platform holds (signed by us) and we lost; True if any."""
     blob = submission.answers.get(ANSWERS_FIELD)
@@ -524,20 +643,20 @@ def _recover_answers(
     try:
         record = signer.load_record(blob)
     except AuthenticationError:
-        row.problems = [*(row.problems or []), "the answers posted to the platform are not ours"]
+        _problem(row, report, "the answers posted to the platform are not ours")
         return False
-    if record.get("study") != study.id or record.get("session") != row.remote_id:
-        row.problems = [*(row.problems or []), "the answers posted belong to another session"]
+    if (
+        not isinstance(record, dict)
+        or record.get("study") != study.id
+        or record.get("session") != row.remote_id
+    ):
+        _problem(row, report, "the answers posted belong to another session")
         return False
-    if row.completion_code is None and submission.answers.get(CODE_FIELD):
-        row.completion_code = submission.answers[CODE_FIELD]
     hit = get_hit_type(study.hit_type)
     recovered = 0
     for entry in record.get("responses", []):
-        item = session.scalar(
-            select(Item).where(Item.study_id == study.id, Item.external_id == entry.get("item"))
-        )
-        if item is None:
+        item = session.get(Item, entry.get("item")) if isinstance(entry.get("item"), int) else None
+        if item is None or item.study_id != study.id:
             continue
         exists = session.scalar(
             select(Response.id).where(
@@ -573,6 +692,7 @@ def _recover_answers(
             # platform's record wins, but the item's place was freed and may be taken.
             assignment.state = AssignmentState.SUBMITTED
             session.execute(update(Item).where(Item.id == item.id).values(holders=Item.holders + 1))
+        assignment.platform_session_id = row.id
         answer = entry.get("answer") or {}
         response = Response(
             assignment_id=assignment.id,
@@ -678,6 +798,7 @@ def request_action(
     if worker.provider not in PROVIDERS or not PROVIDERS.get(worker.provider).remote:
         return 0
     params = dict(params or {})
+    PROVIDERS.get(worker.provider).check_action(action, params)
     sessions = session.scalars(
         select(PlatformSession)
         .where(PlatformSession.study_id == study.id, PlatformSession.worker_id == worker.id)
@@ -685,9 +806,20 @@ def request_action(
     ).all()
     queued = 0
     if action in ("approve", "reject"):
+        # Flagged sessions (no answer of ours, a wrong code) are not paid on a worker-level
+        # decision; approving overturns an earlier rejection on the platform.
+        decidable = (
+            (SessionState.SUBMITTED, SessionState.REJECTED)
+            if action == "approve"
+            else (SessionState.SUBMITTED,)
+        )
         for row in sessions:
-            if row.state == SessionState.SUBMITTED:
-                _queue_action(session, worker.provider, action, study.id, worker.id, row.id, params)
+            if row.state in decidable and not (action == "approve" and row.problems):
+                overturn = {"override_rejection": row.state == SessionState.REJECTED}
+                _queue_action(
+                    session, worker.provider, action, study.id, worker.id, row.id,
+                    {**params, **overturn},
+                )  # fmt: skip
                 queued += 1
         return queued
     if action == "bonus":
@@ -817,6 +949,20 @@ class ActionLedger(MutableMapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._entries())
+
+
+def retry_failed(session: Session, study: Study) -> int:
+    """Queue the study's failed platform calls once more (after an outage, a fixed key)."""
+    failed = session.scalars(
+        select(PlatformAction).where(
+            PlatformAction.study_id == study.id, PlatformAction.status == ActionStatus.FAILED
+        )
+    ).all()
+    for row in failed:
+        row.status = ActionStatus.PENDING
+        row.attempts = 0
+        session.add(OutboxEvent(topic=PLATFORM_ACTION, payload={"action_id": row.id}))
+    return len(failed)
 
 
 def actions(session: Session, study: Study, limit: int = 200) -> list[dict[str, Any]]:

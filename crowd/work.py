@@ -122,15 +122,21 @@ def next_assignment(
             Assignment.state == AssignmentState.ASSIGNED,
         )
     )
-    if open_assignment is not None:
-        if platform_session is not None:
-            # An item left open in an earlier session (say another HIT) goes on in this one.
+    if platform_session is not None:
+        if open_assignment is not None and open_assignment.platform_session_id in (
+            None, platform_session.id,
+        ):  # fmt: skip
             open_assignment.platform_session_id = platform_session.id
+            return open_assignment
+        if platform_session.items_done >= platform_items(session, platform_session):
+            raise SessionComplete(SESSION_DONE)
+        if open_assignment is not None:
+            # An item left open in another session of the worker (another HIT of the study)
+            # goes on in this one: one open item per worker and study, counted once.
+            open_assignment.platform_session_id = platform_session.id
+            return open_assignment
+    elif open_assignment is not None:
         return open_assignment
-    if platform_session is not None and platform_session.items_done >= platform_items(
-        session, platform_session
-    ):
-        raise SessionComplete(SESSION_DONE)
     if quality.blocked_by(session, study.experimenter_id, worker.id):
         raise PermissionDenied("this worker account is blocked from these studies")
     standing = quality.standing(session, study.id, worker.id)

@@ -45,14 +45,9 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
         minutes): submitted, returned and abandoned work, answers to recover."""
         from crowd import platforms
         from crowd.security import WorkerSigner
-        from crowd.studies import get_study
 
         settings, db = open_database()
-        with db.session() as session:
-            study = get_study(session, study_id)
-            report = platforms.sync_study(
-                session, settings, WorkerSigner(settings.secret_key), study
-            )
+        report = platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
         click.echo(json.dumps(report.to_json(), indent=2))
 
     @group.command("expire")
@@ -90,15 +85,19 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
 
     @group.command("actions")
     @click.argument("study_id", type=int)
+    @click.option("--retry", is_flag=True, help="Queue the failed calls once more first.")
     @handle_errors
-    def actions(study_id: int) -> None:
+    def actions(study_id: int, retry: bool) -> None:
         """The platform calls made or pending for the study (approve, bonus, block, ...)."""
         from crowd import platforms
         from crowd.studies import get_study
 
         _settings, db = open_database()
         with db.session() as session:
-            rows = platforms.actions(session, get_study(session, study_id))
+            study = get_study(session, study_id)
+            if retry:
+                click.echo(f"queued {platforms.retry_failed(session, study)} failed call(s) again")
+            rows = platforms.actions(session, study)
         for row in rows:
             if row["provider"] == name:
                 click.echo(

@@ -152,6 +152,9 @@ class Provider(ABC):
         """
         return {}
 
+    def check_action(self, action: str, params: Mapping[str, Any]) -> None:
+        """Refuse, when it is decided, a call the platform would refuse when it is made."""
+
     def reclaim(
         self, settings: Settings, publication: Mapping[str, Any], task_id: str, count: int
     ) -> int:

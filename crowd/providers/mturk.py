@@ -244,7 +244,12 @@ class MTurkProvider(Provider):
             assignment = target.session_remote_id or ""
             try:
                 if action == "approve":
-                    mturk_api.approve(client, assignment, params.get("feedback") or None)
+                    mturk_api.approve(
+                        client,
+                        assignment,
+                        params.get("feedback") or None,
+                        override_rejection=bool(params.get("override_rejection")),
+                    )
                 else:
                     mturk_api.reject(client, assignment, str(params.get("feedback") or ""))
             except ClientError:
@@ -287,6 +292,16 @@ class MTurkProvider(Provider):
             )
             return {}
         raise ValidationError(f"MTurk has no action {action!r}", "action")
+
+    def check_action(self, action: str, params: Mapping[str, Any]) -> None:
+        if action in ("approve", "reject") and len(str(params.get("feedback") or "")) > (
+            mturk_api.MAX_FEEDBACK
+        ):
+            raise ValidationError(
+                f"MTurk shows at most {mturk_api.MAX_FEEDBACK} characters of feedback: "
+                "shorten the reason",
+                "reason",
+            )
 
     def sync(
         self, settings: Settings, publication: Mapping[str, Any], task_ids: Sequence[str]

@@ -481,9 +481,17 @@ def _existing_hit(
     )
 
 
-def approve(client: MTurkClient, assignment_id: str, feedback: str | None = None) -> None:
-    """ApproveAssignment: pay the reward (and MTurk's fee), with optional feedback."""
+def approve(
+    client: MTurkClient,
+    assignment_id: str,
+    feedback: str | None = None,
+    override_rejection: bool = False,
+) -> None:
+    """ApproveAssignment: pay the reward (and MTurk's fee), with optional feedback; with
+    `override_rejection`, overturn an earlier rejection (MTurk allows it for 30 days)."""
     params: dict[str, Any] = {"AssignmentId": _entity_id(assignment_id, "assignment_id")}
+    if override_rejection:
+        params["OverrideRejection"] = True
     if feedback:
         params["RequesterFeedback"] = _text(feedback, "feedback", MAX_FEEDBACK)
     client.approve_assignment(**params)

@@ -124,12 +124,11 @@ def sync_platforms(study_id: int) -> str:
     from crowd.storage import Study
 
     ctx = context()
-    with ctx.db.session() as session:
-        study = session.get(Study, study_id)
-        if study is None:
+    with ctx.db.read_session() as session:
+        if session.get(Study, study_id) is None:
             return f"study {study_id} does not exist"
-        signer = WorkerSigner(ctx.settings.secret_key)
-        report = platforms.sync_study(session, ctx.settings, signer, study)
+    signer = WorkerSigner(ctx.settings.secret_key)
+    report = platforms.sync_study(ctx.db, ctx.settings, signer, study_id)
     log.info("%s synced study %s with its platforms: %s", _job_tag(), study_id, report.to_json())
     return f"synced study {study_id}: {report.to_json()}"
 

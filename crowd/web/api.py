@@ -151,10 +151,10 @@ def sync(study_id: int) -> Any:
     """Sync the study with its crowd platforms now (crowd worker does it periodically)."""
     from crowd import platforms
 
-    with platform().db.session() as session:
-        study = studies.get_study(session, study_id, current_experimenter(session))
-        report = platforms.sync_study(session, platform().settings, platform().signer, study)
-        return report.to_json()
+    with platform().db.read_session() as session:
+        studies.get_study(session, study_id, current_experimenter(session))
+    report = platforms.sync_study(platform().db, platform().settings, platform().signer, study_id)
+    return report.to_json()
 
 
 @bp.get("/studies/<int:study_id>/export")

@@ -9,7 +9,7 @@ from flask import Blueprint, jsonify, make_response
 
 from crowd import platforms, work
 from crowd.app import platform
-from crowd.exceptions import NoWorkLeft, ValidationError
+from crowd.exceptions import NoWorkLeft, PermissionDenied, StudyNotOpen, ValidationError
 from crowd.providers import PROVIDERS
 from crowd.studies import get_study
 from crowd.web.common import (
@@ -90,14 +90,16 @@ def next_item(study_id: int) -> Any:
         raise ValidationError("must be a category name", "category")
     with platform().db.session() as session:
         study = get_study(session, study_id)
-        on_platform = (
-            platforms.load_session(session, session_id, worker_id) if session_id else None
-        )
+        on_platform = platforms.load_session(session, session_id, worker_id) if session_id else None
         try:
             assignment = work.next_assignment(
                 session, study, worker_id, category or None, on_platform
             )
-        except NoWorkLeft as done:
+        except (NoWorkLeft, PermissionDenied, StudyNotOpen) as done:
+            if on_platform is None and not isinstance(done, NoWorkLeft):
+                raise
+            # A platform worker whom we stop (QC, a block, a closed study) can still hand in
+            # the work already stored, and be paid or judged for it on the platform.
             view: dict[str, Any] = {"done": True, "message": str(done)}
             if on_platform is not None:
                 handover = platforms.completion(

@@ -17,7 +17,7 @@ import pytest
 import requests
 from click.testing import CliRunner
 from flask.testing import FlaskClient
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from crowd import platforms
 from crowd.app import redis_connection
@@ -177,9 +177,7 @@ def test_a_worker_does_the_hit_which_is_synced_approved_paid_a_bonus_once_and_bl
         assert len(stored) == 2  # stored on our side before the page may submit
     assert requests.post(completion["action"], data=completion["fields"], timeout=5).ok
 
-    with db.session() as session:
-        study = session.get(Study, study_id)
-        report = platforms.sync_study(session, settings, WorkerSigner(settings.secret_key), study)
+    report = platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
     assert report.submitted == 1 and report.recovered == 0, report
     with db.session() as session:
         row = session.scalar(select(PlatformSession))
@@ -251,9 +249,7 @@ def test_sync_recovers_an_answer_we_lost_from_mturks_answer_xml(
         session.flush()
         for assignment in session.scalars(select(Assignment)).all():
             assignment.state = AssignmentState.ABANDONED
-    with db.session() as session:
-        study = session.get(Study, study_id)
-        report = platforms.sync_study(session, settings, WorkerSigner(settings.secret_key), study)
+    report = platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
     assert report.recovered == 1
     with db.session() as session:
         answers = session.scalars(select(Response)).all()
@@ -275,14 +271,13 @@ def test_forged_answers_in_mturk_are_not_recovered(
     mturk.add_assignment(hit_id, WORKER, answer=None)
     forged = mturk.accept(hit_id, "A2FORGER")
     mturk.external_submit({"assignmentId": forged, "crowd_answers": "eyJyZXNwb25zZXMiOltdfQ.x.y"})
-    with db.session() as session:
-        study = session.get(Study, study_id)
-        report = platforms.sync_study(session, settings, WorkerSigner(settings.secret_key), study)
+    report = platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
     assert report.recovered == 0
     with db.session() as session:
         assert session.scalar(select(Response.id)) is None
         problems = [row.problems for row in session.scalars(select(PlatformSession)).all()]
-        assert ["the answers posted to the platform are not ours"] in problems
+        assert any("the answers posted to the platform are not ours" in p for p in problems)
+        assert all("handed in without any answer stored with us" in p for p in problems)
 
 
 def test_a_returned_hit_frees_its_item_after_the_assignment_time(
@@ -303,9 +298,7 @@ def test_a_returned_hit_frees_its_item_after_the_assignment_time(
         row = session.scalar(select(PlatformSession))
         assert row is not None
         row.created_at = row.created_at.replace(year=2020)
-    with db.session() as session:
-        study = session.get(Study, study_id)
-        report = platforms.sync_study(session, settings, WorkerSigner(settings.secret_key), study)
+    report = platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
     assert report.abandoned == 1
     with db.session() as session:
         assignment = session.get(Assignment, view["assignment_id"])
@@ -401,3 +394,134 @@ def test_crowd_worker_syncs_published_studies_as_a_job(
         # Its worker is known now, its answers were not ours to recover.
         row = session.scalar(select(PlatformSession))
         assert row is not None and row.state == SessionState.SUBMITTED
+
+
+def sync_now(db: Database, settings: Settings, study_id: int) -> platforms.SyncReport:
+    return platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
+
+
+def hand_in(client: FlaskClient, mturk: MTurkServer, study_id: int, hit_id: str) -> str:
+    """Accept a HIT, do its items on our page, post the form to MTurk; the assignment id."""
+    assignment_id = mturk.accept(hit_id, WORKER)
+    who = worker_header(open_page(client, mturk.page_url(assignment_id))[1])
+    completion = do_items(client, who, study_id)["completion"]
+    assert requests.post(completion["action"], data=completion["fields"], timeout=5).ok
+    return assignment_id
+
+
+def test_a_decision_made_before_the_hand_in_reaches_mturk_and_work_never_stored_is_not_paid(
+    client: FlaskClient,
+    auth: dict[str, str],
+    study_id: int,
+    mturk: MTurkServer,
+    db: Database,
+    settings: Settings,
+) -> None:
+    publish(client, auth, study_id)
+    first, second = list(mturk.hits)
+    assignment_id = mturk.accept(first, WORKER)
+    who = worker_header(open_page(client, mturk.page_url(assignment_id))[1])
+    completion = do_items(client, who, study_id)["completion"]
+    with db.session() as session:
+        worker_id = session.scalar(select(PlatformSession.worker_id))
+    actions = f"/api/studies/{study_id}/workers/{worker_id}/actions"
+    # Approved while MTurk has nothing submitted yet: nothing to call now.
+    assert client.post(actions, json={"action": "approve"}, headers=auth).status_code == 200
+    with db.session() as session:
+        assert session.scalar(select(func.count(PlatformAction.id))) == 0
+    requests.post(completion["action"], data=completion["fields"], timeout=5)
+    # The same worker hands in a second HIT straight to MTurk, without doing its items.
+    empty = mturk.accept(second, WORKER)
+    assert open_page(client, mturk.page_url(empty))[0] == 200
+    mturk.external_submit({"assignmentId": empty, "crowd_code": "CNOTOURS"})
+    report = sync_now(db, settings, study_id)
+    assert report.submitted == 2
+    assert any("without any answer stored" in problem for problem in report.problems)
+    assert any("'CNOTOURS' is not the one we issued" in p for p in report.problems)
+    run_worker(settings, burst=True)
+    paid = [p.assignment_id for p in mturk.payments if p.kind == "reward"]
+    assert paid == [assignment_id]  # the decision reached MTurk; the empty HIT is not paid
+
+
+def test_approving_after_a_rejection_overturns_it_on_mturk(
+    client: FlaskClient,
+    auth: dict[str, str],
+    study_id: int,
+    mturk: MTurkServer,
+    db: Database,
+    settings: Settings,
+) -> None:
+    publish(client, auth, study_id)
+    assignment_id = hand_in(client, mturk, study_id, next(iter(mturk.hits)))
+    sync_now(db, settings, study_id)
+    with db.session() as session:
+        worker_id = session.scalar(select(PlatformSession.worker_id))
+    actions = f"/api/studies/{study_id}/workers/{worker_id}/actions"
+    reject = {"action": "reject", "reason": "answers do not match the passages"}
+    assert client.post(actions, json=reject, headers=auth).status_code == 200
+    run_worker(settings, burst=True)
+    assert mturk.assignments[assignment_id].status == "Rejected"
+    assert mturk.assignments[assignment_id].feedback == "answers do not match the passages"
+    too_long = {"action": "reject", "reason": "x" * 1500}
+    assert client.post(actions, json=too_long, headers=auth).status_code == 422
+    assert client.post(actions, json={"action": "approve"}, headers=auth).status_code == 200
+    run_worker(settings, burst=True)
+    assert mturk.assignments[assignment_id].status == "Approved"
+    assert [p.assignment_id for p in mturk.payments if p.kind == "reward"] == [assignment_id]
+
+
+def test_a_failed_call_is_retried_and_can_be_queued_again(
+    client: FlaskClient,
+    auth: dict[str, str],
+    study_id: int,
+    mturk: MTurkServer,
+    db: Database,
+    settings: Settings,
+    runner: CliRunner,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    publish(client, auth, study_id)
+    hand_in(client, mturk, study_id, next(iter(mturk.hits)))
+    sync_now(db, settings, study_id)
+    with db.session() as session:
+        worker_id = session.scalar(select(PlatformSession.worker_id))
+    monkeypatch.setattr(platforms, "MAX_ACTION_ATTEMPTS", 1)
+    mturk.lose_next_response("CreateWorkerBlock", times=50)  # MTurk is down for blocks
+    block = {"action": "block", "reason": "bot-like answers"}
+    assert client.post(f"/api/studies/{study_id}/workers/{worker_id}/actions", json=block,
+                       headers=auth).status_code == 200  # fmt: skip
+    run_worker(settings, burst=True)
+    with db.session() as session:
+        row = session.scalar(select(PlatformAction))
+        assert row is not None and row.status == ActionStatus.FAILED and row.last_error
+    mturk.lost.clear()
+    monkeypatch.setenv("CROWD_MTURK_ENDPOINT_URL", mturk.endpoint_url)
+    result = runner.invoke(main, ["mturk", "actions", str(study_id), "--retry"])
+    assert "queued 1 failed call(s) again" in result.output, result.output
+    run_worker(settings, burst=True)
+    assert WORKER in mturk.blocks
+    with db.session() as session:
+        row = session.scalar(select(PlatformAction))
+        assert row is not None and row.status == ActionStatus.DONE
+
+
+def test_answers_signed_for_another_session_are_not_recovered(
+    client: FlaskClient,
+    auth: dict[str, str],
+    study_id: int,
+    mturk: MTurkServer,
+    db: Database,
+    settings: Settings,
+) -> None:
+    publish(client, auth, study_id)
+    first, second = list(mturk.hits)
+    assignment_id = mturk.accept(first, WORKER)
+    who = worker_header(open_page(client, mturk.page_url(assignment_id))[1])
+    fields = do_items(client, who, study_id)["completion"]["fields"]
+    replay = mturk.accept(second, "A2REPLAYER")
+    mturk.external_submit({**fields, "assignmentId": replay})  # the first HIT's signed answers
+    report = sync_now(db, settings, study_id)
+    assert report.recovered == 0
+    assert any("belong to another session" in problem for problem in report.problems)
+    with db.session() as session:
+        assert session.scalar(select(func.count(Response.id))) == 2  # the first worker's only

@@ -28,7 +28,6 @@ from crowd.storage import (
     PlatformAction,
     PlatformSession,
     SessionState,
-    Study,
 )
 from tests.conftest import passage
 from tests.providers.prolific_server import ProlificServer
@@ -62,9 +61,7 @@ def publish(client: FlaskClient, auth: dict[str, str], study_id: int) -> str:
 
 
 def sync(db: Database, settings: Settings, study_id: int) -> platforms.SyncReport:
-    with db.session() as session:
-        study = session.get(Study, study_id)
-        return platforms.sync_study(session, settings, WorkerSigner(settings.secret_key), study)
+    return platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
 
 
 def test_publish_completion_code_sync_approve_bonus_and_reclaim(
@@ -140,8 +137,18 @@ def test_a_wrong_completion_code_is_flagged_and_not_approved_by_sync(
     submission, _ = prolific.start_submission(remote_id)
     who = worker_header(open_page(client, prolific.participant_url(submission))[1])
     do_items(client, who, study_id)
+    with db.session() as session:
+        worker_id = session.scalar(select(PlatformSession.worker_id))
+    # The reviewer approved the worker before the submission reached Prolific.
+    reply = client.post(
+        f"/api/studies/{study_id}/workers/{worker_id}/actions", json={"action": "approve"},
+        headers=auth,
+    )  # fmt: skip
+    assert reply.status_code == 200
     prolific.complete(submission, "GUESSED1")
     report = sync(db, settings, study_id)
+    run_worker(settings, burst=True)
+    assert prolific.submissions[submission].status == "AWAITING REVIEW"  # not paid
     assert any("not the one we issued" in problem for problem in report.problems)
     with db.session() as session:
         row = session.scalar(select(PlatformSession))

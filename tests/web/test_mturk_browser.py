@@ -19,7 +19,7 @@ from crowd import platforms
 from crowd.demo import BackgroundServer
 from crowd.security import WorkerSigner
 from crowd.settings import Settings
-from crowd.storage import Database, PlatformSession, Response, SessionState, Study
+from crowd.storage import Database, PlatformSession, Response, SessionState
 from tests.conftest import passage
 from tests.providers.mturk_server import MTurkServer
 from tests.web.conftest import BROWSER_MARKS, click_step
@@ -103,9 +103,8 @@ def test_a_worker_previews_accepts_does_and_submits_a_hit(
     posted = mturk.submissions[0]
     assert posted["assignmentId"] == assignment_id and posted["crowd_answers"]
     assert mturk.assignments[assignment_id].status == "Submitted"
+    report = platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
+    assert report.submitted == 1 and report.recovered == 0
     with db.session() as session:
-        study = session.get(Study, study_id)
-        report = platforms.sync_study(session, settings, WorkerSigner(settings.secret_key), study)
-        assert report.submitted == 1 and report.recovered == 0
         row = session.scalar(select(PlatformSession))
         assert row is not None and row.state == SessionState.SUBMITTED and row.items_done == 2
