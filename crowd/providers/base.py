@@ -97,6 +97,25 @@ class ActionTarget:
     publication: Mapping[str, Any] = field(default_factory=dict)
 
 
+def with_defaults(
+    label: str,
+    options: Mapping[str, Any],
+    described: Mapping[str, str],
+    defaults: Mapping[str, Any],
+    reward_example: str,
+) -> dict[str, Any]:
+    """A platform's publish options over its defaults: unknown names and a missing reward
+    are refused with the list of known options."""
+    unknown = sorted(set(options) - set(described))
+    if unknown:
+        raise ValidationError(
+            f"unknown {label} options {unknown}; known: {', '.join(described)}", "options"
+        )
+    if "reward" not in options:
+        raise ValidationError(f"{label} needs a reward, e.g. reward='{reward_example}'", "reward")
+    return {**defaults, **options}
+
+
 class Provider(ABC):
     """One crowd. The defaults fit crowds where we are the only record (no payments)."""
 

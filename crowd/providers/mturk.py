@@ -25,6 +25,7 @@ from crowd.providers.base import (
     RemoteSubmission,
     RemoteTaskSpec,
     StudyRef,
+    with_defaults,
 )
 
 if TYPE_CHECKING:
@@ -88,14 +89,7 @@ class MTurkProvider(Provider):
     external_page: ClassVar[bool] = True
 
     def validate_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(options) - set(OPTION_HELP))
-        if unknown:
-            raise ValidationError(
-                f"unknown MTurk options {unknown}; known: {', '.join(OPTION_HELP)}", "options"
-            )
-        if "reward" not in options:
-            raise ValidationError("MTurk needs a reward per HIT, e.g. reward='0.50'", "reward")
-        checked = {**DEFAULTS, **options}
+        checked = with_defaults("MTurk", options, OPTION_HELP, DEFAULTS, "0.50")
         checked["reward"] = mturk_api.format_reward(checked["reward"])
         if not isinstance(checked["sandbox"], bool):
             raise ValidationError("must be true or false", "sandbox")

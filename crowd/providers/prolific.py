@@ -25,6 +25,7 @@ from crowd.providers.base import (
     RemoteSubmission,
     RemoteTaskSpec,
     StudyRef,
+    with_defaults,
 )
 
 if TYPE_CHECKING:
@@ -97,14 +98,7 @@ class ProlificProvider(Provider):
     external_page: ClassVar[bool] = True
 
     def validate_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(options) - set(OPTION_HELP))
-        if unknown:
-            raise ValidationError(
-                f"unknown Prolific options {unknown}; known: {', '.join(OPTION_HELP)}", "options"
-            )
-        if "reward" not in options:
-            raise ValidationError("Prolific needs a reward per place, e.g. reward='1.50'", "reward")
-        checked = {**DEFAULTS, **options}
+        checked = with_defaults("Prolific", options, OPTION_HELP, DEFAULTS, "1.50")
         checked["reward_cents"] = to_cents(checked.pop("reward"))
         for name, high in (("items_per_session", 1000), ("estimated_minutes", 600)):
             value = checked[name]
