@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
 import logging
 import re
+import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -135,8 +137,8 @@ def verify_signature(
         return False
     if abs((time.time() if now is None else now) - timestamp) > tolerance:
         return False
-    expected = sign(secret, body, timestamp).rpartition("v1=")[2]
-    return any(hmac.compare_digest(expected, given) for given in fields.get("v1", []))
+    expected = sign(secret, body, timestamp).rpartition("v1=")[2].encode()
+    return any(hmac.compare_digest(expected, given.encode()) for given in fields.get("v1", []))
 
 
 def backoff(attempt: int) -> timedelta:
@@ -311,7 +313,38 @@ class AttemptResult:
         return self.error is None
 
 
-def _post(url: str, body: bytes, headers: dict[str, str]) -> AttemptResult:
+def private_address(url: str) -> str | None:
+    """The first address `url`'s host resolves to that is not on the public internet (a
+    loopback, private, link-local or cloud-metadata address), or None.
+
+    Experimenters choose where we POST; without this a callback could reach services inside
+    our own network. Checked at each attempt, so a name cannot be re-pointed after it was
+    accepted. (A resolver that answers differently a moment later could still slip through;
+    a proxy that refuses private addresses closes that too.)
+    """
+    host = urlsplit(url).hostname or ""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return None  # the POST fails to connect and is retried
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
+        if not address.is_global:
+            return str(address)
+    return None
+
+
+def _post(
+    url: str, body: bytes, headers: dict[str, str], allow_private: bool = False
+) -> AttemptResult:
+    if not allow_private:
+        private = private_address(url)
+        if private is not None:
+            return AttemptResult(
+                None,
+                f"refused: the host resolves to a non-public address ({private}); deliveries "
+                "go to public addresses only (CROWD_DELIVERY_ALLOW_PRIVATE=1 allows others)",
+            )
     try:
         # No redirects: a receiver that moved answers 3xx, which counts as a failed attempt
         # (following it would turn the POST into a GET on some servers, or go elsewhere).
@@ -325,10 +358,10 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> AttemptResult:
         ) as response:
             if 200 <= response.status_code < 300:
                 return AttemptResult(response.status_code, None)
-            snippet = next(response.iter_content(200), b"").decode("utf-8", "replace")
-            return AttemptResult(response.status_code, f"HTTP {response.status_code}: {snippet}")
+            # The status only: what the receiver answered is not ours to show back.
+            return AttemptResult(response.status_code, f"HTTP {response.status_code}")
     except requests.RequestException as error:
-        return AttemptResult(None, f"{type(error).__name__}: {error}")
+        return AttemptResult(None, f"{type(error).__name__}: the request did not complete")
 
 
 def _job_tag() -> str:
@@ -397,7 +430,7 @@ def attempt_delivery(delivery_id: int) -> str:
         secret = delivery.secret
     if secret:
         headers[SIGNATURE_HEADER] = sign(secret, body, int(time.time()))
-    result = _post(url, body, headers)
+    result = _post(url, body, headers, allow_private=context().settings.delivery_allow_private)
     with db.session() as session:
         delivery = _lock(session, delivery_id)
         if delivery is None or delivery.status != DeliveryStatus.PENDING:
@@ -420,7 +453,11 @@ def _record(
         return f"delivery {delivery.id} succeeded on attempt {attempt}"
     delivery.last_error = (result.error or "")[:1000]
     retry_at = now + backoff(attempt)
-    if retry_at > delivery.created_at + GIVE_UP_AFTER:
+    deadline = delivery.created_at + GIVE_UP_AFTER
+    if retry_at > deadline:
+        # One last try just before the 24 hours end, rather than giving up hours early.
+        retry_at = deadline - timedelta(seconds=1)
+    if retry_at <= now:
         _finish(session, delivery, DeliveryStatus.FAILED, now)
         log.warning("%s gave up delivery %s to %s after %d attempts: %s", _job_tag(),
                     delivery.id, delivery.url, attempt, delivery.last_error)  # fmt: skip

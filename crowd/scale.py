@@ -189,6 +189,13 @@ def create_batch(
             raise ValidationError(
                 "is not supported: use evaluation tasks (gold) and training tasks instead", flag
             )
+    if body.get("callback"):
+        # Refused rather than stored and never sent: a client would wait for it forever.
+        raise ValidationError(
+            "batch callbacks are not supported yet: give each task a callback_url, or poll "
+            "batch_status",
+            "callback",
+        )
     if _find_batch(session, experimenter.id, name) is not None:
         raise AlreadyExists(f"you already have a batch named {name!r}: pick another name")
     batch = ScaleBatch(

@@ -38,6 +38,9 @@ class Settings:
     prolific_token: str | None = None
     # Seconds between two syncs of published studies with their platforms by `crowd worker`.
     platform_sync_interval: float = 300.0
+    # Whether webhooks and callbacks may go to loopback or private addresses (development,
+    # tests, receivers inside one's own network); off, so experimenters cannot reach ours.
+    delivery_allow_private: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -84,6 +87,8 @@ class Settings:
             ).rstrip("/"),
             prolific_token=env.get("CROWD_PROLIFIC_TOKEN") or None,
             platform_sync_interval=_seconds(env, "CROWD_PLATFORM_SYNC_INTERVAL", 300),
+            delivery_allow_private=env.get("CROWD_DELIVERY_ALLOW_PRIVATE", "").lower()
+            in ("1", "true", "yes"),
         )
 
     def with_changes(self, **changes: object) -> Settings:

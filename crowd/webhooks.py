@@ -291,10 +291,26 @@ def _completion(session: Session, subscriptions: list[WebhookSubscription], item
         .outerjoin(counts, counts.c.item_id == Item.id)
         .where(Item.study_id == study.id, Item.kind == ItemKind.REAL)
     ).one()
-    if incomplete:
+    if incomplete or _held(session, study.id):
         return added
     data = {"items": n_real, "responses": int(responses)}
     return added + _emit(session, wanting, STUDY_COMPLETE, study.id, f"study:{study.id}", data)
+
+
+def _held(session: Session, study_id: int) -> int:
+    """Items held back from workers until their Scale batch is finalized (their target is 0
+    meanwhile, which would otherwise read as done)."""
+    from crowd.storage.scale import ScaleBatch, ScaleTask
+
+    return (
+        session.scalar(
+            select(func.count(ScaleTask.id))
+            .join(ScaleBatch, ScaleBatch.id == ScaleTask.batch_id)
+            .join(Item, Item.id == ScaleTask.item_id)
+            .where(Item.study_id == study_id, ScaleBatch.finalized_at.is_(None))
+        )
+        or 0
+    )
 
 
 def _blocks(

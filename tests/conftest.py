@@ -73,6 +73,8 @@ def settings(tmp_path: Path, database_url: str, redis_url: str) -> Settings:
         secret_key=SECRET,
         redis_url=redis_url,
         testing=True,
+        # Tests receive webhooks and callbacks on 127.0.0.1.
+        delivery_allow_private=True,
     )
 
 

@@ -29,6 +29,7 @@ from crowd.delivery import (
     backoff,
     install_after_commit_delivery,
     on_delivery_outcome,
+    private_address,
     schedule_delivery,
     sign,
     sweep_deliveries,
@@ -213,7 +214,7 @@ def test_a_failing_receiver_gets_it_on_the_third_attempt(
     delivery = load(db, delivery_id)
     assert (delivery.status, delivery.attempts) == (DeliveryStatus.PENDING, 1)
     assert delivery.last_status_code == 500
-    assert delivery.last_error == "HTTP 500: receiver is down"
+    assert delivery.last_error == "HTTP 500"
     assert delivery.next_attempt_at is not None
     wait = delivery.next_attempt_at - before
     assert timedelta(seconds=9) < wait < timedelta(seconds=12)  # the first backoff, 10 s
@@ -254,7 +255,7 @@ def test_backoff_grows_then_settles_at_three_hours() -> None:
     assert 12 <= attempts <= 16
 
 
-def test_it_gives_up_once_the_next_attempt_falls_after_24_hours(
+def test_it_tries_until_the_24_hours_end_then_gives_up(
     settings: Settings, db: Database, receiver: Receiver, outcomes: list[Any]
 ) -> None:
     receiver.statuses = [500] * 10
@@ -262,18 +263,49 @@ def test_it_gives_up_once_the_next_attempt_falls_after_24_hours(
     make_due(db, delivery_id, created_ago=timedelta(hours=23))
     run_worker(settings, burst=True)
     assert load(db, delivery_id).status == DeliveryStatus.PENDING  # 10 s later is within 24 h
-    # 23 h 59 min 45 s old: the next wait (30 s) would end after the day is over.
+    # 23 h 59 min 45 s old: the next wait (30 s) would end after the day is over, so the
+    # last try comes just before it ends.
     make_due(db, delivery_id, created_ago=timedelta(hours=24) - timedelta(seconds=15))
     run_worker(settings, burst=True)
     delivery = load(db, delivery_id)
-    assert (delivery.status, delivery.attempts) == (DeliveryStatus.FAILED, 2)
+    assert delivery.status == DeliveryStatus.PENDING and delivery.next_attempt_at is not None
+    last_try = delivery.created_at + timedelta(hours=24) - timedelta(seconds=1)
+    assert delivery.next_attempt_at == last_try
+    make_due(db, delivery_id, created_ago=timedelta(hours=24) - timedelta(milliseconds=500))
+    run_worker(settings, burst=True)
+    delivery = load(db, delivery_id)
+    assert (delivery.status, delivery.attempts) == (DeliveryStatus.FAILED, 3)
     assert delivery.next_attempt_at is None and delivery.delivered_at is None
-    assert delivery.last_error == "HTTP 500: receiver is down"
+    assert delivery.last_error == "HTTP 500"  # not what the receiver said
     assert outcomes == [(delivery_id, "failed", True)]
     configure(settings)
     assert attempt_delivery(delivery_id) == f"delivery {delivery_id} already failed"
     assert sweep_deliveries(db, redis.Redis.from_url(settings.redis_url or "")) == 0
-    assert len(receiver.received) == 2 and len(outcomes) == 1
+    assert len(receiver.received) == 3 and len(outcomes) == 1
+
+
+def test_private_addresses_are_refused_unless_allowed(
+    settings: Settings, db: Database, receiver: Receiver
+) -> None:
+    public_only = settings.with_changes(delivery_allow_private=False)
+    delivery_id = schedule(db, receiver.url.replace("127.0.0.1", "localhost"))
+    run_worker(public_only, burst=True)
+    delivery = load(db, delivery_id)
+    assert delivery.status == DeliveryStatus.PENDING and receiver.received == []
+    assert delivery.last_error is not None and "non-public address (127.0.0.1" in (
+        delivery.last_error
+    )
+    assert private_address("http://169.254.169.254/latest/meta-data") == "169.254.169.254"
+    assert private_address("http://10.1.2.3:8080/x") == "10.1.2.3"
+    assert private_address("http://8.8.8.8/hook") is None
+
+
+def test_a_signature_with_odd_characters_is_refused_not_a_crash() -> None:
+    body = b'{"a":1}'
+    now = int(time.time())
+    assert verify_signature("s3cret", body, sign("s3cret", body, now))
+    assert not verify_signature("s3cret", body, f"t={now},v1=\u00e9")
+    assert not verify_signature("s3cret", body, f"t={now},v1=" + "0" * 64)
 
 
 def test_connection_errors_are_failed_attempts(settings: Settings, db: Database) -> None:

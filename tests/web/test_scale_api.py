@@ -22,7 +22,7 @@ from sqlalchemy import select
 from crowd.accounts import create_api_key
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
-from crowd.storage import Database, Item, ItemKind, Study
+from crowd.storage import Database, Delivery, Item, ItemKind, Study
 
 CANDIDATES = ["a calm reply", "a rude reply", "a vivid reply", "a dull reply"]
 
@@ -300,10 +300,22 @@ def test_listing_filters_and_next_token_paging(scale: ScaleClient) -> None:
         scale.tasks(project="missing")
 
 
+def study_completions(db: Database) -> int:
+    with db.session() as session:
+        payloads = session.scalars(select(Delivery.payload)).all()
+    return sum(1 for payload in payloads if payload.get("event") == "study.complete")
+
+
 def test_batches_hold_their_tasks_until_finalized(
-    scale: ScaleClient, live_server: Any, api_key: str
+    scale: ScaleClient, live_server: Any, api_key: str, settings: Settings, db: Database
 ) -> None:
     study_id = project(scale).as_dict()["study_id"]
+    hook = requests.post(
+        f"{live_server.url}/api/studies/{study_id}/webhooks",
+        json={"url": "http://127.0.0.1:9/hook", "events": ["study.complete"]},
+        headers={"Authorization": f"Bearer {api_key}"},
+    )
+    assert hook.status_code == 201, hook.text
     batch = scale.create_batch("rl", "b1", metadata={"round": 1})
     assert (batch.status, batch.project, batch.metadata) == ("staging", "rl", {"round": 1})
     held = [comparison(scale, n=n, batch="b1").id for n in range(2)]
@@ -312,6 +324,8 @@ def test_batches_hold_their_tasks_until_finalized(
     crowd = Crowd(live_server.url, api_key)
     assert crowd.answer("w1", study_id) == "Query number 5: say something"
     assert crowd.next("w1", study_id).get("done")  # the batch's tasks are not served yet
+    run_worker(settings, burst=True)
+    assert study_completions(db) == 0  # held tasks are not done tasks
     assert scale.batch_status("b1") == {"status": "staging", "pending": 2, "completed": 0,
                                         "canceled": 0, "error": 0}  # fmt: skip
     finalized = scale.finalize_batch("b1")
@@ -319,6 +333,8 @@ def test_batches_hold_their_tasks_until_finalized(
     assert scale.finalize_batch("b1").status == "in_progress"  # twice changes nothing
     queries = {crowd.answer("w1", study_id), crowd.answer("w1", study_id)}
     assert queries == {"Query number 0: say something", "Query number 1: say something"}
+    run_worker(settings, burst=True)
+    assert study_completions(db) == 1
     assert scale.get_batch("b1").name == "b1"
     assert [t.id for t in scale.get_tasks(batch_name="b1")] == held
     assert [b.name for b in scale.get_batches(project_name="rl")] == ["b1"]
@@ -327,6 +343,8 @@ def test_batches_hold_their_tasks_until_finalized(
         scale.create_batch("rl", "b1")
     with pytest.raises(ScaleInvalidRequest, match="calibration_batch"):
         scale.create_batch("rl", "b2", calibration_batch=True)
+    with pytest.raises(ScaleInvalidRequest, match="batch callbacks are not supported"):
+        scale.create_batch("rl", "b3", callback="https://example.org/done")
     project(scale, "other")
     with pytest.raises(ScaleInvalidRequest, match="belongs to project"):
         comparison(scale, "other", batch="b1")
