@@ -95,7 +95,7 @@ def signature_ok(secret: str, body: bytes, header: str, tolerance: float = 300.0
     if abs(time.time() - sent) > tolerance:
         return False
     expected = hmac.new(secret.encode(), f"{sent}.".encode() + body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, parts.get("v1", ""))
+    return hmac.compare_digest(expected.encode(), parts.get("v1", "").encode())
 
 
 @dataclass
@@ -153,7 +153,8 @@ def callback_auth_key(base_url: str, api_key: str) -> str:
 def authentic(callback: Callback, key: str) -> bool:
     """Whether a callback carries our server's auth header and a valid signature."""
     headers = {name.lower(): value for name, value in callback.headers.items()}
-    return headers.get(CALLBACK_AUTH_HEADER) == key and signature_ok(
+    given = headers.get(CALLBACK_AUTH_HEADER, "").encode()
+    return hmac.compare_digest(given, key.encode()) and signature_ok(
         key, callback.body, headers.get(SIGNATURE_HEADER.lower(), "")
     )
 
