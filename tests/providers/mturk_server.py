@@ -20,9 +20,11 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
+
+from tests.providers.local_server import LocalServer
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 CONTENT_TYPE = "application/x-amz-json-1.1"
@@ -119,7 +121,7 @@ def _load_model() -> Any:
     return botocore.session.get_session().get_service_model("mturk")
 
 
-class MTurkServer:
+class MTurkServer(LocalServer):
     """MTurk on 127.0.0.1:<free port>, in a thread, for as long as the `with` block lasts."""
 
     def __init__(self, balance: Decimal | str = "10000.00", hit_id_in_duplicate: bool = True):
@@ -144,34 +146,11 @@ class MTurkServer:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.tokens: dict[tuple[str, str], str] = {}
         self.lost: dict[str, int] = {}
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-
-    # -- lifecycle -----------------------------------------------------------------------
+        self.listen(_handler(self))
 
     @property
     def endpoint_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_port}"
-
-    def _serve(self) -> None:
-        # A short poll makes stop() quick; the default half second adds up over many tests.
-        self.httpd.serve_forever(poll_interval=0.01)
-
-    def start(self) -> MTurkServer:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join()
-
-    def __enter__(self) -> MTurkServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return self.origin
 
     # -- test hooks ------------------------------------------------------------------------
 

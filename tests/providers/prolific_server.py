@@ -23,9 +23,11 @@ import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.providers.local_server import LocalServer
 
 OBJECT_ID = re.compile(r"^[0-9a-f]{24}$")
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
@@ -184,7 +186,7 @@ def _fee(cents: int) -> int:
     return int((Decimal(cents) * FEE_RATE).quantize(Decimal(1), ROUND_HALF_UP))
 
 
-class ProlificServer:
+class ProlificServer(LocalServer):
     """Prolific on 127.0.0.1:<free port>, in a thread, for as long as the `with` block lasts."""
 
     def __init__(self, token: str = "test-token", balance: int = 100_000, links: bool = True):
@@ -205,34 +207,11 @@ class ProlificServer:
         self.lost: dict[str, list[bool]] = {}
         # Tests may point next-page links elsewhere, to check the client will not follow.
         self.link_origin: str | None = None
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-
-    # -- lifecycle -----------------------------------------------------------------------
+        self.listen(_handler(self))
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_port}"
-
-    def _serve(self) -> None:
-        # A short poll makes stop() quick; the default half second adds up over many tests.
-        self.httpd.serve_forever(poll_interval=0.01)
-
-    def start(self) -> ProlificServer:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join()
-
-    def __enter__(self) -> ProlificServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return self.origin
 
     # -- test hooks ------------------------------------------------------------------------
 
