@@ -396,6 +396,13 @@ def test_crowd_worker_syncs_published_studies_as_a_job(
         assert row is not None and row.state == SessionState.SUBMITTED
 
 
+def actions_url(db: Database, study_id: int) -> str:
+    """The reviewer-actions URL of the (only) platform worker of the study."""
+    with db.session() as session:
+        worker_id = session.scalar(select(PlatformSession.worker_id))
+    return f"/api/studies/{study_id}/workers/{worker_id}/actions"
+
+
 def sync_now(db: Database, settings: Settings, study_id: int) -> platforms.SyncReport:
     return platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
 
@@ -422,9 +429,7 @@ def test_a_decision_made_before_the_hand_in_reaches_mturk_and_work_never_stored_
     assignment_id = mturk.accept(first, WORKER)
     who = worker_header(open_page(client, mturk.page_url(assignment_id))[1])
     completion = do_items(client, who, study_id)["completion"]
-    with db.session() as session:
-        worker_id = session.scalar(select(PlatformSession.worker_id))
-    actions = f"/api/studies/{study_id}/workers/{worker_id}/actions"
+    actions = actions_url(db, study_id)
     # Approved while MTurk has nothing submitted yet: nothing to call now.
     assert client.post(actions, json={"action": "approve"}, headers=auth).status_code == 200
     with db.session() as session:
@@ -454,9 +459,7 @@ def test_approving_after_a_rejection_overturns_it_on_mturk(
     publish(client, auth, study_id)
     assignment_id = hand_in(client, mturk, study_id, next(iter(mturk.hits)))
     sync_now(db, settings, study_id)
-    with db.session() as session:
-        worker_id = session.scalar(select(PlatformSession.worker_id))
-    actions = f"/api/studies/{study_id}/workers/{worker_id}/actions"
+    actions = actions_url(db, study_id)
     reject = {"action": "reject", "reason": "answers do not match the passages"}
     assert client.post(actions, json=reject, headers=auth).status_code == 200
     run_worker(settings, burst=True)
@@ -483,13 +486,11 @@ def test_a_failed_call_is_retried_and_can_be_queued_again(
     publish(client, auth, study_id)
     hand_in(client, mturk, study_id, next(iter(mturk.hits)))
     sync_now(db, settings, study_id)
-    with db.session() as session:
-        worker_id = session.scalar(select(PlatformSession.worker_id))
+    actions = actions_url(db, study_id)
     monkeypatch.setattr(platforms, "MAX_ACTION_ATTEMPTS", 1)
     mturk.lose_next_response("CreateWorkerBlock", times=50)  # MTurk is down for blocks
     block = {"action": "block", "reason": "bot-like answers"}
-    assert client.post(f"/api/studies/{study_id}/workers/{worker_id}/actions", json=block,
-                       headers=auth).status_code == 200  # fmt: skip
+    assert client.post(actions, json=block, headers=auth).status_code == 200
     run_worker(settings, burst=True)
     with db.session() as session:
         row = session.scalar(select(PlatformAction))

@@ -31,7 +31,7 @@ from crowd.storage import (
 )
 from tests.conftest import passage
 from tests.providers.prolific_server import ProlificServer
-from tests.providers.test_mturk_provider import do_items, open_page, worker_header
+from tests.providers.test_mturk_provider import actions_url, do_items, open_page, worker_header
 
 OPTIONS = {"reward": "1.50", "items_per_session": 2, "places": 2, "estimated_minutes": 5}
 
@@ -97,9 +97,7 @@ def test_publish_completion_code_sync_approve_bonus_and_reclaim(
     report = sync(db, settings, study_id)
     assert report.submitted == 1 and not report.problems, report
 
-    with db.session() as session:
-        worker_id = session.scalar(select(PlatformSession.worker_id))
-    actions = f"/api/studies/{study_id}/workers/{worker_id}/actions"
+    actions = actions_url(db, study_id)
     assert client.post(actions, json={"action": "approve"}, headers=auth).status_code == 200
     bonus = {"action": "bonus", "amount": "0.40", "reason": "thoughtful answers"}
     assert client.post(actions, json=bonus, headers=auth).status_code == 200
@@ -137,13 +135,8 @@ def test_a_wrong_completion_code_is_flagged_and_not_approved_by_sync(
     submission, _ = prolific.start_submission(remote_id)
     who = worker_header(open_page(client, prolific.participant_url(submission))[1])
     do_items(client, who, study_id)
-    with db.session() as session:
-        worker_id = session.scalar(select(PlatformSession.worker_id))
     # The reviewer approved the worker before the submission reached Prolific.
-    reply = client.post(
-        f"/api/studies/{study_id}/workers/{worker_id}/actions", json={"action": "approve"},
-        headers=auth,
-    )  # fmt: skip
+    reply = client.post(actions_url(db, study_id), json={"action": "approve"}, headers=auth)
     assert reply.status_code == 200
     prolific.complete(submission, "GUESSED1")
     report = sync(db, settings, study_id)
