@@ -9,7 +9,8 @@ STAMP := $(VENV)/.installed-crowd
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev,ml]'
 	@touch $@
 
 install: $(STAMP)

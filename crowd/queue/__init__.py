@@ -7,4 +7,7 @@ EVENTS = "crowd-events"
 REPORTS = "crowd-reports"
 # Outgoing HTTP (webhooks, callbacks): a slow receiver must not hold up events or reports.
 DELIVERIES = "crowd-deliveries"
-ALL_QUEUES = (EVENTS, REPORTS, DELIVERIES)
+# Reward-model training and LLM evaluation: minutes of work each, so they get workers of
+# their own (`crowd worker --queue crowd-models`) and never hold up answers' events.
+MODELS = "crowd-models"
+ALL_QUEUES = (EVENTS, REPORTS, DELIVERIES, MODELS)

@@ -40,6 +40,7 @@ from crowd.storage.scale import (
     ScaleTaskTag,
 )
 from crowd.storage.studies import Item, ItemKind, Study, StudyStatus
+from crowd.storage.training import OPEN_RUN_STATES, RewardRun, RunStatus
 from crowd.storage.work import (
     HOLDING_STATES,
     LIVE_RATER_GROUP,
@@ -52,6 +53,9 @@ from crowd.storage.work import (
 )
 
 __all__ = [
+    "OPEN_RUN_STATES",
+    "RewardRun",
+    "RunStatus",
     "CLOSED_SESSION_STATES",
     "ActionStatus",
     "PlatformAction",

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from crowd.exceptions import InvalidConfig, InvalidItem
+from models.reward.config import validate_study_settings
 from tasks.base import ItemSpec, StudyOptions
 
 MIN_K = 2
@@ -48,7 +49,7 @@ DEFAULT_OVERLAP_WORKERS = 5
 DEFAULT_EXPERT_GROUPS = ("expert",)
 CONFIG_KEYS = (
     "annotations_per_item", "attention_rate", "template", "instructions", "overlap_share",
-    "overlap_workers", "expert_groups",
+    "overlap_workers", "expert_groups", "reward_model",
 )  # fmt: skip
 
 
@@ -230,6 +231,7 @@ def validate_extra_config(config: dict[str, Any]) -> dict[str, Any]:
             "workers and cannot be an expert group)",
             "expert_groups",
         )
+    reward_model = validate_study_settings(config.pop("reward_model", None))
     if config:
         raise InvalidConfig(
             f"unknown config keys {sorted(config)}: comparison studies take "
@@ -241,6 +243,7 @@ def validate_extra_config(config: dict[str, Any]) -> dict[str, Any]:
         "overlap_share": share,
         "overlap_workers": workers,
         "expert_groups": [g.strip() for g in groups],
+        "reward_model": reward_model,
     }
 
 

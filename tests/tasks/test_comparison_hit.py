@@ -132,6 +132,7 @@ def test_config_defaults_and_errors() -> None:
         "overlap_share": 0.05,
         "overlap_workers": 5,
         "expert_groups": ["expert"],
+        "reward_model": {"retrain_every": None, "labels": "raw", "settings": {}},
     }
     with pytest.raises(InvalidConfig, match="overlap_workers, expert_groups") as error:
         HIT.validate_config({"templat": "sentiment"})
@@ -144,6 +145,11 @@ def test_config_defaults_and_errors() -> None:
         {"overlap_workers": 1},
         {"expert_groups": ["crowd"]},
         {"expert_groups": "expert"},
+        {"reward_model": {"retrain_every": 0}},
+        {"reward_model": {"labels": "mace"}},
+        {"reward_model": {"settings": {"learning_rate": 2}}},
+        {"reward_model": {"settings": {"lr": 1e-5}}},
+        {"reward_model": {"every": 5}},
     ):
         with pytest.raises(InvalidConfig):
             HIT.validate_config(bad)
