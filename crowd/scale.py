@@ -149,6 +149,18 @@ def list_projects(session: Session, experimenter: Experimenter) -> list[ScalePro
     )
 
 
+def task_counts(session: Session, project: ScaleProject) -> dict[str, int]:
+    """The project's tasks by status (pending, completed, canceled)."""
+    rows = session.execute(
+        select(ScaleTask.status, func.count(ScaleTask.id))
+        .where(ScaleTask.project_id == project.id)
+        .group_by(ScaleTask.status)
+    ).all()
+    counts = {str(status): 0 for status in ScaleTaskStatus}
+    counts.update({str(status): int(n) for status, n in rows})
+    return counts
+
+
 def project_json(project: ScaleProject) -> dict[str, Any]:
     created = timestamp(project.created_at)
     study = project.study

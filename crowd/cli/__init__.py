@@ -6,11 +6,13 @@ import logging
 
 import click
 
+from crowd.cli.llm_eval import llm_eval
 from crowd.cli.platforms import mturk, prolific
 from crowd.cli.qc import qc
 from crowd.cli.review import review, users
 from crowd.cli.study import study
 from crowd.cli.system import demo, init, keys, serve, worker
+from crowd.cli.train import train
 from crowd.cli.webhooks import webhooks
 
 
@@ -33,3 +35,5 @@ for command in (init, serve, worker, keys, demo, study, review, users, qc):
 main.add_command(webhooks)
 main.add_command(mturk)
 main.add_command(prolific)
+main.add_command(train)
+main.add_command(llm_eval)

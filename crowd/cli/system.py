@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from crowd.cli.common import handle_errors, open_database
+from crowd.queue import ALL_QUEUES
 
 
 @click.command()
@@ -39,8 +40,12 @@ def serve(host: str, port: int) -> None:
 
 @click.command()
 @click.option("--burst", is_flag=True, help="Run the queued jobs, then exit.")
+@click.option("--queue", "queues", multiple=True, type=click.Choice(ALL_QUEUES),
+              help="Listen on this queue only (repeatable); default: all of them. Give "
+              "reward-model training and LLM evaluation (crowd-models) workers of their own "
+              "so long jobs never hold up answers' events.")  # fmt: skip
 @handle_errors
-def worker(burst: bool) -> None:
+def worker(burst: bool, queues: tuple[str, ...]) -> None:
     """Run an RQ worker on the crowd queues, with the outbox sweep."""
     from crowd.queue.runner import ensure_redis, run_worker
 
@@ -48,7 +53,7 @@ def worker(burst: bool) -> None:
     db.dispose()
     settings, embedded = ensure_redis(settings)
     try:
-        ran = run_worker(settings, burst=burst)
+        ran = run_worker(settings, burst=burst, queues=queues or None)
         if burst:
             click.echo(f"ran {ran} jobs")
     finally:

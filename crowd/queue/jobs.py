@@ -72,6 +72,7 @@ def process_event(event_id: int) -> str:
         if row.processed_at is not None:
             return f"outbox event {event_id} was already processed"
         study_id = row.payload.get("study_id")
+        topic = row.topic
         if row.topic in (RESPONSE_STORED, RESPONSE_EXPLAINED):
             stats.refresh_after_response(session, int(row.payload["response_id"]))
             # After the QC refresh, so blocks its rules just made go out too.
@@ -92,6 +93,10 @@ def process_event(event_id: int) -> str:
     job = get_current_job()
     if study_id is not None and job is not None:
         request_report(job.connection, int(study_id))
+        if topic in (RESPONSE_STORED, RESPONSES_IMPORTED):
+            from crowd.training import maybe_retrain
+
+            maybe_retrain(db, job.connection, int(study_id))
     log.info("%s processed outbox event %s", _job_tag(), event_id)
     return f"processed outbox event {event_id}"
 

@@ -61,25 +61,30 @@ def _jobs_done(queues: list[Queue]) -> int:
     return sum(q.finished_job_registry.count + q.failed_job_registry.count for q in queues)
 
 
-def run_worker(settings: Settings, burst: bool = False, max_rounds: int = 50) -> int:
-    """Run an RQ worker on every crowd queue; returns the number of jobs it ran."""
+def run_worker(
+    settings: Settings,
+    burst: bool = False,
+    max_rounds: int = 50,
+    queues: tuple[str, ...] | None = None,
+) -> int:
+    """Run an RQ worker on the crowd queues (all unless `queues`); returns the jobs it ran."""
     if not settings.redis_url:
         raise ValueError("run_worker needs settings with a redis_url (see ensure_redis)")
     ctx = configure(settings)
     connection = redis_connection(settings.redis_url)
     # Deliveries scheduled by jobs (webhooks) get their first attempt right after the job.
     install_after_commit_delivery(ctx.db, connection)
-    queues = [Queue(name, connection=connection) for name in ALL_QUEUES]
-    worker = SimpleWorker(queues, connection=connection)
+    listened = [Queue(name, connection=connection) for name in (queues or ALL_QUEUES)]
+    worker = SimpleWorker(listened, connection=connection)
     if burst:
-        before = _jobs_done(queues)
+        before = _jobs_done(listened)
         for _ in range(max_rounds):
             sweep(ctx.db, connection, grace_seconds=0)
             sweep_deliveries(ctx.db, connection)
             worked = worker.work(burst=True, logging_level="WARNING")
             if not worked and pending_events(ctx.db) == 0:
                 break
-        return _jobs_done(queues) - before
+        return _jobs_done(listened) - before
     stop = threading.Event()
 
     def sweeper() -> None:

@@ -12,7 +12,7 @@ from crowd import labels, quality, review, studies
 from crowd.app import platform
 from crowd.exceptions import NotFound, ValidationError
 from crowd.reports import export as export_rows
-from crowd.storage import Experimenter, Report, Role, Study
+from crowd.storage import Experimenter, Report, RewardRun, Role, Study
 from crowd.web.common import current_experimenter, json_body
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -300,3 +300,47 @@ def aggregate_now(study_id: int) -> Any:
     with platform().db.session() as session:
         labels.store_aggregations(session, study_id, results)
     return {"summary": summary}, 201
+
+
+# -- reward models --------------------------------------------------------------------------
+@bp.get("/studies/<int:study_id>/reward-models")
+def reward_runs(study_id: int) -> Any:
+    """The study's reward-model runs, newest first, with their jobs' progress."""
+    from crowd import training
+
+    with platform().db.read_session() as session:
+        studies.get_study(session, study_id, current_experimenter(session))
+        runs = training.runs_of(session, study_id)
+        return {
+            "runs": [training.run_json(r, training.job_progress(platform().redis, r)) for r in runs]
+        }
+
+
+@bp.post("/studies/<int:study_id>/reward-models")
+def train_reward_model(study_id: int) -> Any:
+    """Queue a reward-model run ({labels?, settings?: {RewardConfig fields}})."""
+    from crowd import training
+
+    body = json_body()
+    unknown = sorted(set(body) - {"labels", "settings"})
+    if unknown:
+        raise ValidationError(f"unknown keys {unknown}: give labels and settings", "body")
+    overrides = body.get("settings") or {}
+    if not isinstance(overrides, dict):
+        raise ValidationError("an object of reward-model settings", "settings")
+    labels_source = body.get("labels")
+    if labels_source is not None and not isinstance(labels_source, str):
+        raise ValidationError("a label source name", "labels")
+    connection = platform().redis
+    if connection is None:
+        raise ValidationError(
+            "reward-model runs go through the queue: set CROWD_REDIS_URL and run `crowd worker`"
+        )
+    with platform().db.session() as session:
+        study = studies.get_study(session, study_id, current_experimenter(session))
+        run = training.request_run(session, study, "manual", overrides, labels_source)
+        run_id = run.id
+    training.enqueue_run(connection, run_id)
+    with platform().db.read_session() as session:
+        row = session.get(RewardRun, run_id)
+        return training.run_json(row) if row else {"id": run_id}, 202

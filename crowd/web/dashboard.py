@@ -7,13 +7,14 @@ from typing import Any
 from flask import Blueprint, Response, redirect, render_template, request, session, url_for
 from sqlalchemy import select
 
-from crowd import studies
+from crowd import studies, training
 from crowd.accounts import authenticate
 from crowd.app import platform
 from crowd.exceptions import AuthenticationError, NotFound
 from crowd.storage import Experimenter, Report, Study
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
+RUNS_SHOWN = 5
 
 
 def _experimenter_id() -> int | None:
@@ -53,14 +54,19 @@ def index() -> Any:
         if experimenter is None:
             session.clear()
             return redirect(url_for("dashboard.login"))
-        rows = []
+        rows, runs = [], []
         for study in db.scalars(
             select(Study).where(Study.experimenter_id == experimenter_id).order_by(Study.id)
         ):
             has_report = db.scalar(select(Report.id).where(Report.study_id == study.id))
             rows.append({"progress": studies.progress(db, study), "has_report": bool(has_report)})
+            # The latest reward-model runs, with the progress their jobs report.
+            runs += [
+                training.run_json(run, training.job_progress(platform().redis, run))
+                for run in training.runs_of(db, study.id)[:RUNS_SHOWN]
+            ]
         name = experimenter.name
-    return render_template("dashboard.html", name=name, rows=rows)
+    return render_template("dashboard.html", name=name, rows=rows, runs=runs)
 
 
 @bp.get("/studies/<int:study_id>/report")

@@ -220,6 +220,21 @@ def spec() -> dict[str, Any]:
                     ok="201",
                 ),
             },
+            "/api/studies/{study_id}/reward-models": {
+                "get": _op(
+                    "Reward-model runs, newest first: status, labels used, held-out top-1 "
+                    "accuracy against chance, where the model is saved, and the job's progress",
+                    params=[STUDY_ID],
+                ),
+                "post": _op(
+                    "Queue a reward-model run on the crowd-models queue, trained from scratch "
+                    "on the filtered set ({labels?: raw | majority_vote | dawid_skene | "
+                    "bradley_terry, settings?: {backbone, epochs, learning_rate, batch_size, "
+                    "...}})",
+                    params=[STUDY_ID],
+                    ok="202",
+                ),
+            },
             "/api/studies/{study_id}/webhooks": {
                 "get": _op(
                     "The study's active webhooks (without their secrets)", params=[STUDY_ID]

@@ -178,6 +178,43 @@ def get_project(name: str) -> Any:
         return scale.project_json(scale.get_project(session, experimenter(session), name))
 
 
+@bp.get("/projects/<name>/label_schedule")
+def label_schedule(name: str) -> Any:
+    """The online label schedule l(n) of Ziegler et al. (2019) for this project.
+
+    Query: step (the policy step n), initial (N0), total (N), policy_steps (N_pi) and
+    optionally min_outstanding (default 1000). The reply says how many labels should be in
+    hand before step n, how many the project has (completed tasks) and has outstanding
+    (pending tasks), and how many new tasks to send now.
+    """
+    from models.reward.schedule import MIN_OUTSTANDING, LabelSchedule
+
+    def number(key: str, default: float | None = None, whole: bool = True) -> Any:
+        raw = request.args.get(key)
+        if raw is None:
+            if default is None:
+                raise ValidationError(f"give {key} as a query parameter", key)
+            return default
+        try:
+            value = int(raw) if whole else float(raw)
+        except ValueError:
+            raise ValidationError("must be a number" + (" (whole)" if whole else ""), key) from None
+        if value < 0 or value > 10**12:
+            raise ValidationError("must be between 0 and 10^12", key)
+        return value
+
+    schedule = LabelSchedule(
+        initial=number("initial"), total=number("total"), policy_steps=number("policy_steps"),
+        min_outstanding=number("min_outstanding", MIN_OUTSTANDING),
+    )  # fmt: skip
+    step = number("step", whole=False)
+    with platform().db.read_session() as session:
+        project = scale.get_project(session, experimenter(session), name)
+        counts = scale.task_counts(session, project)
+    reply = schedule.to_json(step, counts["completed"], counts["pending"])
+    return {"project": name, **reply}
+
+
 # -- batches -----------------------------------------------------------------------------------
 @bp.post("/batches")
 def create_batch() -> Any:
@@ -273,6 +310,11 @@ def openapi_paths() -> dict[str, Any]:
                         "crowd: <study config>}}", body=True),
         },
         "/v1/projects/{name}": {"get": _op("A project (with its study id)", ("name",))},
+        "/v1/projects/{name}/label_schedule": {
+            "get": _op("The online label schedule l(n) = N0 + (N - N0)(1 - (1 - n/N_pi)^2): "
+                       "query step, initial, total, policy_steps, min_outstanding (1000); "
+                       "labels wanted, completed, pending and tasks to send now", ("name",))
+        },
         "/v1/batches": {
             "get": _op("Your batches (offset paging)", query=batch_query),
             "post": _op("Create a batch: {project, name, metadata, callback}", body=True),

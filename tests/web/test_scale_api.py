@@ -466,3 +466,22 @@ def test_openapi_describes_every_v1_route(app: Flask, client: Any) -> None:
     for rule in app.url_map.iter_rules():
         if rule.rule.startswith("/v1/"):
             assert rule.rule.replace("<", "{").replace(">", "}") in documented, rule.rule
+
+
+def test_the_online_label_schedule_counts_the_projects_tasks(scale: ScaleClient, http: Any) -> None:
+    project(scale)
+    for n in range(3):
+        comparison(scale, n=n)
+    query = "step=50&initial=10&total=100&policy_steps=100&min_outstanding=5"
+    reply = http.get(f"/v1/projects/rl/label_schedule?{query}")
+    assert reply.status_code == 200
+    body = reply.json()
+    # l(50) = 10 + 90 * (1 - 0.5^2) = 77.5, rounded up; 3 tasks are pending, none completed.
+    assert body["labels_wanted"] == 78
+    assert (body["labelled"], body["outstanding"]) == (0, 3)
+    assert body["requests_to_send"] == 75
+    missing = http.get("/v1/projects/rl/label_schedule?step=5&initial=1&total=9")
+    assert missing.status_code == 400 and "policy_steps" in missing.json()["error"]
+    bad = http.get("/v1/projects/rl/label_schedule?step=x&initial=1&total=9&policy_steps=3")
+    assert bad.status_code == 400
+    assert http.get(f"/v1/projects/nope/label_schedule?{query}").status_code == 404
