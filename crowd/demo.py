@@ -207,6 +207,33 @@ def comparison_summary(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def reward_lines(settings: Settings, study_id: int) -> list[str]:
+    """What the reward-model runs the labels triggered did."""
+    from crowd.training import runs_of
+
+    db = Database(settings.database_url)
+    try:
+        with db.read_session() as session:
+            runs = runs_of(session, study_id)
+            lines = []
+            for run in reversed(runs):
+                held = run.metrics.get("held_out") or {}
+                if run.status != "finished":
+                    lines.append(f"reward model run {run.id}: {run.status} {run.error or ''}")
+                    continue
+                lines.append(
+                    f"reward model run {run.id} ({run.trigger}, after {run.labels_at_request} "
+                    f"labels): trained on {run.data.get('train_labels')} filtered labels "
+                    f"({run.data.get('labels_left_out')} left out by QC) in "
+                    f"{run.metrics.get('seconds')} s; held-out top-1 {_pct(held.get('accuracy'))}"
+                    f" on {held.get('n')} labels (chance {_pct(held.get('chance'))})"
+                )
+                lines.append(f"  saved in {run.path}")
+            return lines or ["no reward model run yet (retrain_every not reached)"]
+    finally:
+        db.dispose()
+
+
 def plan(workers: int) -> list[DemoStudy]:
     return [
         DemoStudy(
@@ -229,7 +256,9 @@ def plan(workers: int) -> list[DemoStudy]:
         DemoStudy(
             "comparison",
             "Best of 4: the most positive continuation",
-            {"template": "sentiment", "annotations_per_item": 3, "attention_rate": 0.1},
+            # A reward model (the bundled MiniLM) retrains after every 100 new labels.
+            {"template": "sentiment", "annotations_per_item": 3, "attention_rate": 0.1,
+             "reward_model": {"retrain_every": 100}},
             {"skilled": 16, "noisy": 6, "spammer": 4, "position_biased": 4},
             comparison_summary,
             items_per_worker=12,
@@ -336,6 +365,9 @@ def run_demo(
         for line in study.summary(reports[study.hit_type]):
             echo(line)
         echo(f"report: {out / 'report.html'}\n        {out / 'report.json'}")
+        if study.hit_type == "comparison":
+            for line in reward_lines(settings, study_id):
+                echo(line)
     echo(
         f"\nplay yourself: CROWD_DATA_DIR={data_dir} crowd serve, then open "
         "http://127.0.0.1:5000/play"

@@ -17,11 +17,11 @@ import redis
 from rq import Queue, get_current_job
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from crowd import labels as aggregated
 from crowd.exceptions import CrowdError, InvalidConfig, NotFound, ValidationError
+from crowd.quality import blocked_in_study, excluded_by
 from crowd.queue import MODELS
 from crowd.settings import Settings
 from crowd.storage import (
@@ -35,8 +35,15 @@ from crowd.storage import (
     Study,
     utcnow,
 )
-from models.reward.config import LABEL_SOURCES, RewardConfig, validate_study_settings
+from models.reward.config import (
+    LABEL_SOURCES,
+    MINILM_NAME,
+    RewardConfig,
+    check_backbone_name,
+    validate_study_settings,
+)
 from models.reward.data import Comparison, split_held_out
+from qc.aggregation import aggregate, bradley_terry_best
 
 log = logging.getLogger(__name__)
 
@@ -57,16 +64,19 @@ def study_settings(study: Study) -> dict[str, Any]:
     return validate_study_settings((study.config or {}).get("reward_model"))
 
 
-def count_labels(session: Session, study_id: int) -> int:
-    """Labels stored for the study's real and gold items (what retrain_every counts)."""
-    return int(
-        session.scalar(
-            select(func.count(Response.id))
-            .join(Item, Item.id == Response.item_id)
-            .where(Response.study_id == study_id, Item.kind.in_(REWARD_KINDS))
-        )
-        or 0
+def count_labels(session: Session, study: Study) -> int:
+    """Accepted labels on the study's real and gold items: those of workers in the filtered
+    set (what retrain_every counts)."""
+    left_out = set().union(*excluded_by(session, study.id).values())
+    left_out |= blocked_in_study(session, study)
+    query = (
+        select(func.count(Response.id))
+        .join(Item, Item.id == Response.item_id)
+        .where(Response.study_id == study.id, Item.kind.in_(REWARD_KINDS))
     )
+    if left_out:
+        query = query.where(Response.worker_id.not_in(left_out))
+    return int(session.scalar(query) or 0)
 
 
 def run_json(run: RewardRun, progress: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -96,17 +106,29 @@ def request_run(
     trigger: str = "manual",
     overrides: dict[str, Any] | None = None,
     labels: str | None = None,
+    allow_paths: bool = False,
 ) -> RewardRun:
-    """A queued run with the study's settings and `overrides`; enqueue it after the commit."""
+    """A queued run with the study's settings and `overrides`; enqueue it after the commit.
+
+    Backbones are 'minilm' or names under CROWD_DATA_DIR/backbones; `allow_paths` (the CLI)
+    also takes a local directory.
+    """
     configured = study_settings(study)
-    settings = {**configured["settings"], **(overrides or {})}
+    overrides = dict(overrides or {})
+    if "backbone" in overrides:
+        if allow_paths and Path(str(overrides["backbone"])).expanduser().is_dir():
+            # The operator's CLI: a local directory, kept as an absolute path.
+            overrides["backbone"] = str(Path(str(overrides["backbone"])).expanduser().resolve())
+        else:
+            check_backbone_name(overrides["backbone"])
+    settings = {**configured["settings"], **overrides}
     RewardConfig.from_json(settings)  # a bad override fails here, not in the worker
     source = labels or configured["labels"]
     if source not in LABEL_SOURCES:
         raise InvalidConfig(f"labels must be one of {', '.join(LABEL_SOURCES)}")
     run = RewardRun(
         study_id=study.id, trigger=trigger, labels=source, settings=settings,
-        labels_at_request=count_labels(session, study.id), status=RunStatus.QUEUED,
+        labels_at_request=count_labels(session, study), status=RunStatus.QUEUED,
     )  # fmt: skip
     session.add(run)
     session.flush()
@@ -114,12 +136,40 @@ def request_run(
     return run
 
 
-def enqueue_run(connection: redis.Redis, run_id: int) -> Job:
-    """Put a run's job on the models queue (the job id is the run's, so it is queued once)."""
-    return Queue(MODELS, connection=connection).enqueue(
-        train_reward, run_id, job_id=f"reward-run-{run_id}", job_timeout=TRAIN_TIMEOUT,
-        result_ttl=7 * 24 * 3600, failure_ttl=7 * 24 * 3600,
-    )  # fmt: skip
+def enqueue_run(db: Database, connection: redis.Redis, run_id: int) -> Job:
+    """Put a run's job on the models queue; a run that cannot be queued is marked failed
+    (a queued run with no job would hold up retraining)."""
+    try:
+        return Queue(MODELS, connection=connection).enqueue(
+            train_reward, run_id, job_id=f"reward-run-{run_id}", job_timeout=TRAIN_TIMEOUT,
+            result_ttl=7 * 24 * 3600, failure_ttl=7 * 24 * 3600,
+        )  # fmt: skip
+    except Exception as error:
+        _fail(db, run_id, f"could not be queued: {type(error).__name__}: {error}")
+        raise
+
+
+def _fail(db: Database, run_id: int, message: str) -> None:
+    with db.session() as session:
+        run = session.get(RewardRun, run_id)
+        if run is not None and run.status != RunStatus.FINISHED:
+            run.status = RunStatus.FAILED
+            run.error = message[:2000]
+            run.finished_at = utcnow()
+
+
+def _lost(connection: redis.Redis, run: RewardRun) -> str | None:
+    """Why an open run will never finish (its job is gone or over), or None."""
+    if run.started_at is not None and (utcnow() - run.started_at).total_seconds() > TRAIN_TIMEOUT:
+        return "ran past its time limit"
+    try:
+        job = Job.fetch(str(run.job_id), connection=connection)
+    except NoSuchJobError:
+        return "its job is gone from the queue"
+    status = job.get_status(refresh=False)
+    if status in ("finished", "failed", "stopped", "canceled"):
+        return f"its job is {status}"
+    return None
 
 
 def maybe_retrain(db: Database, connection: redis.Redis, study_id: int) -> int | None:
@@ -130,29 +180,38 @@ def maybe_retrain(db: Database, connection: redis.Redis, study_id: int) -> int |
         if study is None or study.hit_type != HIT_TYPE:
             return None
         every = study_settings(study)["retrain_every"]
-    if not every:
-        return None
-    with db.session() as session:
-        # The study's row lock keeps two event jobs from both queueing a run (PostgreSQL;
-        # SQLite has one writer at a time anyway).
-        study = session.scalar(select(Study).where(Study.id == study_id).with_for_update())
-        assert study is not None
-        open_run = session.scalar(
-            select(RewardRun.id).where(
+        if not every:
+            return None
+        open_runs = session.scalars(
+            select(RewardRun).where(
                 RewardRun.study_id == study_id, RewardRun.status.in_(OPEN_RUN_STATES)
             )
-        )
-        if open_run is not None:
-            return None
+        ).all()
+        lost = {run.id: why for run in open_runs if (why := _lost(connection, run))}
+        if len(lost) < len(open_runs):
+            return None  # one run at a time: new labels wait for the next
         last = session.scalar(
             select(func.max(RewardRun.labels_at_request)).where(
                 RewardRun.study_id == study_id, RewardRun.trigger == "retrain_every"
             )
         )
-        if count_labels(session, study_id) - int(last or 0) < every:
+        if count_labels(session, study) - int(last or 0) < every:
+            return None
+    for run_id, why in lost.items():
+        _fail(db, run_id, f"lost: {why}")
+    with db.session() as session:
+        # Checked again under the study's row lock, so two event jobs never both queue a run
+        # (PostgreSQL; SQLite has one writer at a time anyway).
+        study = session.scalar(select(Study).where(Study.id == study_id).with_for_update())
+        assert study is not None
+        if session.scalar(
+            select(RewardRun.id).where(
+                RewardRun.study_id == study_id, RewardRun.status.in_(OPEN_RUN_STATES)
+            )
+        ):
             return None
         run_id = request_run(session, study, trigger="retrain_every").id
-    enqueue_run(connection, run_id)
+    enqueue_run(db, connection, run_id)
     log.info("study %s: %d new labels, queued reward-model run %s", study_id, every, run_id)
     return run_id
 
@@ -177,17 +236,23 @@ def collect(session: Session, study: Study, source: str) -> tuple[list[Compariso
     kept = [row for row in kept if row["worker"] not in excluded]
     if source == "raw":
         comparisons = [_comparison(row, int(row["best"]), row["worker"]) for row in kept]
-    else:
-        _, results = aggregated.compute_aggregations(session, study, True, (source,))
-        if source not in results:
-            raise ValidationError(f"no {source} labels could be computed for study {study.id}")
-        chosen = results[source]["labels"]
+    elif kept:
+        # Over the same filtered rows as "raw", imported labels included.
+        if source == "bradley_terry":
+            chosen = bradley_terry_best(
+                [(row["item"], row["worker"], int(row["k"]), int(row["best"])) for row in kept]
+            ).labels
+        else:
+            chosen = aggregate(source, [(row["item"], row["worker"], int(row["best"]))
+                                        for row in kept]).labels  # fmt: skip
         by_item = {row["item"]: row for row in kept}
         comparisons = [
-            _comparison(by_item[item], int(chosen[f"{item}/best"]), source)
+            _comparison(by_item[item], int(chosen[item]), source)
             for item in sorted(by_item)
-            if f"{item}/best" in chosen
+            if item in chosen
         ]
+    else:
+        comparisons = []
     info["labels"] = len(comparisons)
     info["items"] = len({c.item for c in comparisons})
     info["workers"] = len({c.worker for c in comparisons})
@@ -200,6 +265,22 @@ def _comparison(row: dict[str, Any], best: int, worker: str | None) -> Compariso
         best=best, item=str(row["item"]), worker=worker,
         policies=tuple(row.get("policies") or ()),
     )  # fmt: skip
+
+
+class RunInProgress(CrowdError):
+    status = 409
+
+
+def backbone_path(settings: Settings, run_settings: dict[str, Any]) -> str:
+    """The backbone a run loads: 'minilm', a name under CROWD_DATA_DIR/backbones, or the
+    absolute directory the operator's CLI gave."""
+    name = str(run_settings.get("backbone", MINILM_NAME))
+    if name == MINILM_NAME or Path(name).is_absolute():
+        return name
+    path = settings.data_dir / "backbones" / check_backbone_name(name)
+    if not path.is_dir():
+        raise InvalidConfig(f"no backbone {name!r}: put its directory in {path.parent}")
+    return str(path)
 
 
 def run_directory(settings: Settings, run: RewardRun) -> Path:
@@ -218,9 +299,15 @@ def execute_run(db: Database, settings: Settings, run_id: int,
         if run.status == RunStatus.FINISHED:
             session.expunge(run)
             return run
-        run.status = RunStatus.RUNNING
-        run.started_at = utcnow()
-        run.error = None
+        # Claimed in one statement: a second copy of the job finds it running and stops.
+        claimed: Any = session.execute(
+            update(RewardRun)
+            .where(RewardRun.id == run_id,
+                   RewardRun.status.in_((RunStatus.QUEUED, RunStatus.FAILED)))
+            .values(status=RunStatus.RUNNING, started_at=utcnow(), error=None)
+        )  # fmt: skip
+        if not claimed.rowcount:
+            raise RunInProgress(f"reward-model run {run_id} is already running")
     try:
         with db.read_session() as session:
             run = session.get(RewardRun, run_id)
@@ -228,7 +315,9 @@ def execute_run(db: Database, settings: Settings, run_id: int,
             study = session.get(Study, run.study_id)
             if study is None:
                 raise NotFound(f"study {run.study_id} of run {run_id} no longer exists")
-            config = RewardConfig.from_json(run.settings)
+            config = RewardConfig.from_json(
+                {**run.settings, "backbone": backbone_path(settings, run.settings)}
+            )
             comparisons, info = collect(session, study, run.labels)
             directory = run_directory(settings, run)
             study_id = run.study_id
@@ -243,13 +332,8 @@ def execute_run(db: Database, settings: Settings, run_id: int,
         result = trainer.train(train, held_out)
         trainer.model.data_card = {**info, "study": study_id, "run": run_id}
         trainer.model.save(directory)
-    except Exception as error:
-        with db.session() as session:
-            failed = session.get(RewardRun, run_id)
-            if failed is not None:
-                failed.status = RunStatus.FAILED
-                failed.error = f"{type(error).__name__}: {error}"[:2000]
-                failed.finished_at = utcnow()
+    except BaseException as error:  # Ctrl-C and a worker's shutdown too: never left running
+        _fail(db, run_id, f"{type(error).__name__}: {error}")
         raise
     with db.session() as session:
         done = session.get(RewardRun, run_id)

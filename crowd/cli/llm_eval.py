@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -124,6 +125,11 @@ def llm_eval(
     with db.read_session() as session:
         likert_study(session, study_id)  # a wrong study fails now, not in the worker
     if queued:
+        # The worker runs elsewhere (another directory, maybe another machine): an absolute
+        # path, not one relative to this shell.
+        given = Path(model).expanduser()
+        if given.is_dir():
+            options["model"] = str(given.resolve())
         _enqueue(settings, study_id, options)
         return
     from dataclasses import replace

@@ -71,15 +71,21 @@ def reward(study_id: int, labels: str | None, extra: tuple[str, ...], detach: bo
         except json.JSONDecodeError:
             overrides[key.strip()] = raw
     settings, db = open_database()
-    with db.session() as session:
-        run = request_run(session, get_study(session, study_id), "manual", overrides, labels)
-        run_id, job_id = run.id, run.job_id
+    if detach and not settings.redis_url:
+        # An embedded Redis stops with this command and keeps nothing: the job would be lost.
+        raise click.ClickException(
+            "--detach needs a Redis that outlives this command: set CROWD_REDIS_URL"
+        )
     settings, embedded = ensure_redis(settings)
     try:
         from crowd.app import redis_connection
 
         connection = redis_connection(settings.redis_url or "")
-        enqueue_run(connection, run_id)
+        with db.session() as session:
+            study = get_study(session, study_id)
+            run = request_run(session, study, "manual", overrides, labels, allow_paths=True)
+            run_id, job_id = run.id, run.job_id
+        enqueue_run(db, connection, run_id)
         click.echo(f"reward-model run {run_id} queued (job {job_id})")
         if detach:
             return

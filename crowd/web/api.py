@@ -340,7 +340,7 @@ def train_reward_model(study_id: int) -> Any:
         study = studies.get_study(session, study_id, current_experimenter(session))
         run = training.request_run(session, study, "manual", overrides, labels_source)
         run_id = run.id
-    training.enqueue_run(connection, run_id)
+    training.enqueue_run(platform().db, connection, run_id)
     with platform().db.read_session() as session:
         row = session.get(RewardRun, run_id)
         return training.run_json(row) if row else {"id": run_id}, 202

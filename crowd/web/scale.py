@@ -11,6 +11,7 @@ gets the stored reply, with another request a 409.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -199,7 +200,7 @@ def label_schedule(name: str) -> Any:
             value = int(raw) if whole else float(raw)
         except ValueError:
             raise ValidationError("must be a number" + (" (whole)" if whole else ""), key) from None
-        if value < 0 or value > 10**12:
+        if not math.isfinite(value) or value < 0 or value > 10**12:
             raise ValidationError("must be between 0 and 10^12", key)
         return value
 

@@ -47,15 +47,18 @@ _SCALE_PHRASES = [
     # "(5 being the highest)", "where 1 is the lowest", "1 = worst", "and 5 the best"
     re.compile(rf"\b{_ANY_NUMBER}\s+being\b"),
     re.compile(rf"\bwhere\s+{_ANY_NUMBER}\s+(?:is|means|=)"),
+    # Only with a verb, "=" or "the" between: "4 best describes it" and "a 5 most
+    # definitely" are answers.
     re.compile(
-        rf"\b{_ANY_NUMBER}\s*(?:=|is|means)?\s*(?:the\s+)?"
+        rf"\b{_ANY_NUMBER}\s*(?:(?:=|is|means)\s*(?:the\s+)?|the\s+)"
         r"(?:lowest|highest|worst|best|least|most|minimum|maximum)\b"
     ),
 ]
 # "one" is a number only where it is not a pronoun ("this one", "one of them").
 _PRONOUN_BEFORE = ("this", "that", "the", "no", "any", "each", "every", "which", "another")
 _FIRST_NUMBER = re.compile(
-    rf"(?<![\w.])(?P<value>{_NUMBER}|{_WORDS})(?![\w])(?P<half>\s+and\s+a\s+half\b)?"
+    rf"(?<![\w.])(?P<value>{_NUMBER}|(?:{_WORDS})(?![\w-]))(?![\w])"
+    r"(?P<half>\s+and\s+a\s+half\b)?"
 )
 _PRONOUN_AFTER = re.compile(r"\s+(?:of|another|more|hand|day|way|thing)\b")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -86,7 +88,25 @@ class RewardConfig:
             if not ok:
                 raise InvalidConfig(message, "reward model config")
 
-        check(bool(str(self.backbone).strip()), "backbone must name a model directory or 'minilm'")
+        def is_int(value: Any) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool)
+
+        def is_number(value: Any) -> bool:
+            return (is_int(value) or isinstance(value, float)) and math.isfinite(value)
+
+        check(isinstance(self.backbone, str) and bool(self.backbone.strip()),
+              "backbone must name a model directory or 'minilm'")  # fmt: skip
+        for name in ("epochs", "batch_size", "eval_batch_size", "max_length", "seed"):
+            check(is_int(getattr(self, name)), f"{name} must be a whole number")
+        for name in ("learning_rate", "dropout", "held_out"):
+            check(is_number(getattr(self, name)), f"{name} must be a number")
+        for name in ("share_query", "normalize"):
+            check(isinstance(getattr(self, name), bool), f"{name} must be true or false")
+        check(self.bf16 is None or isinstance(self.bf16, bool), "bf16 must be true, false or null")
+        check(self.base_policy is None or isinstance(self.base_policy, str),
+              "base_policy must be a policy name or null")  # fmt: skip
+        for name in ("kind", "pooling", "device"):
+            check(isinstance(getattr(self, name), str), f"{name} must be text")
         check(self.kind in KINDS, f"kind must be one of {', '.join(KINDS)}")
         check(self.pooling in POOLINGS, f"pooling must be one of {', '.join(POOLINGS)}")
         check(self.device in DEVICES, f"device must be one of {', '.join(DEVICES)}")
@@ -117,7 +137,7 @@ class RewardConfig:
             )
         try:
             return cls(**raw)
-        except TypeError as error:
+        except (TypeError, ValueError) as error:
             raise InvalidConfig(str(error), "reward model config") from None
 
     @classmethod
@@ -158,4 +178,22 @@ def validate_study_settings(raw: Any) -> dict[str, Any]:
     if not isinstance(settings, dict):
         raise InvalidConfig("settings must be an object of reward model settings", where)
     RewardConfig.from_json(settings)  # raises on unknown or bad values
+    check_backbone_name(settings.get("backbone", MINILM_NAME))
     return {"retrain_every": every, "labels": labels, "settings": dict(settings)}
+
+
+MINILM_NAME = "minilm"
+BACKBONE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_backbone_name(name: Any) -> str:
+    """A backbone named through the API or a study config: 'minilm' or a directory name
+    under CROWD_DATA_DIR/backbones, never a path (experimenters must not read the server's
+    files or each other's models). The CLI, run by the operator, may give any path."""
+    if not isinstance(name, str) or not BACKBONE_NAME.fullmatch(name) or ".." in name:
+        raise InvalidConfig(
+            "backbone must be 'minilm' or the name of a directory in CROWD_DATA_DIR/backbones "
+            "(no paths; the operator's CLI takes paths)",
+            "backbone",
+        )
+    return name

@@ -34,6 +34,8 @@ class Encoded:
 
 log = logging.getLogger(__name__)
 
+# Models whose position ids start after the padding index.
+ROBERTA_POSITIONS = ("roberta", "xlm-roberta", "camembert")
 HEAD_FILE = "head.safetensors"
 CONFIG_FILE = "reward_config.json"
 CARD_FILE = "README.md"
@@ -61,6 +63,10 @@ def detect_kind(config: Any) -> str:
         return "encoder"
     if getattr(config, "is_decoder", False):
         return "causal"
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if getattr(config, "model_type", None) in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "causal"  # e.g. a base model saved without its LM head
     raise InvalidConfig(
         f"cannot tell whether {getattr(config, 'model_type', '?')!r} is a causal LM or an "
         "encoder: set kind to 'causal' or 'encoder'",
@@ -134,7 +140,24 @@ class RewardModel(nn.Module):
                 "pooling",
             )
         torch.manual_seed(config.seed)
-        backbone = AutoModel.from_pretrained(str(path), local_files_only=True)
+        # fp32 weights whatever the checkpoint holds (bf16 weights would round Adam's small
+        # updates away); autocast does the bf16 compute on a GPU. Packed rows need SDPA:
+        # eager attention adds a bool mask instead of applying it.
+        extra: dict[str, Any] = {"attn_implementation": "sdpa"} if config.share_query else {}
+        try:
+            backbone = AutoModel.from_pretrained(
+                str(path), local_files_only=True, dtype=torch.float32, **extra
+            )
+        except (ValueError, ImportError) as error:
+            if not config.share_query:
+                raise
+            raise InvalidConfig(
+                f"{path} cannot use SDPA attention ({error}); set share_query false",
+                "share_query",
+            ) from None
+        if config.share_query and backbone.config._attn_implementation != "sdpa":
+            raise InvalidConfig("packed rows need SDPA attention: set share_query false",
+                                "share_query")  # fmt: skip
         tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
@@ -206,6 +229,17 @@ class RewardModel(nn.Module):
     def share_query(self) -> bool:
         return self.config.share_query
 
+    @property
+    def _has_token_types(self) -> bool:
+        types = int(getattr(self.backbone.config, "type_vocab_size", 0) or 0)
+        return self.kind == "encoder" and types > 1
+
+    @property
+    def _position_offset(self) -> int:
+        if getattr(self.backbone.config, "model_type", "") in ROBERTA_POSITIONS:
+            return int(getattr(self.backbone.config, "pad_token_id", 1) or 1) + 1
+        return 0
+
     def tokenize(self, query: str, candidates: Sequence[str]) -> Encoded:
         """Token ids of a query and its candidates, cut to fit config.max_length.
 
@@ -217,8 +251,11 @@ class RewardModel(nn.Module):
         limit = self.config.max_length
         texts = [tok(text, add_special_tokens=False)["input_ids"] for text in candidates]
         tail = [tok.sep_token_id] if self.kind == "encoder" and tok.sep_token_id is not None else []
-        texts = [ids[: max(1, limit // 2 - len(tail))] + tail for ids in texts]
         specials = tok.num_special_tokens_to_add(pair=False)
+        query_length = len(tok(query, add_special_tokens=False)["input_ids"])
+        # Candidates get what the query leaves, and the query at least half when it is long.
+        budget = max(1, limit - specials - min(query_length, limit // 2) - len(tail))
+        texts = [ids[:budget] + tail for ids in texts]
         room = max(limit - max(len(ids) for ids in texts), specials + 1)
         # The tokenizer truncates from the left (set on load) and keeps its special tokens.
         query_ids = tok(query, truncation=True, max_length=room)["input_ids"]
@@ -247,7 +284,7 @@ class RewardModel(nn.Module):
         for b, label in enumerate(labels):
             slot[b, : len(label.candidates)] = True
         batch = {"input_ids": ids, "attention_mask": mask, "_slot": slot}
-        if self.kind == "encoder":
+        if self._has_token_types:
             batch["token_type_ids"] = types
         return {key: value.to(self.device) for key, value in batch.items()}
 
@@ -280,7 +317,8 @@ class RewardModel(nn.Module):
                 positions[b, at : at + c] = torch.arange(q, q + c)
                 segment[b, at : at + c] = j + 1
                 if self.pooling == "last":
-                    pool[b, j, at + c - 1] = 1.0
+                    # An empty candidate reads the query's last token, as a row of its own would.
+                    pool[b, j, at + c - 1 if c else q - 1] = 1.0
                 else:  # mean over the query and this candidate, as one unpacked row would
                     pool[b, j, :q] = 1.0 / (q + c)
                     pool[b, j, at : at + c] = 1.0 / (q + c)
@@ -299,8 +337,11 @@ class RewardModel(nn.Module):
             "_pool": pool,
             "_slot": slot,
         }
-        if self.kind == "encoder":
+        if self._has_token_types:
             batch["token_type_ids"] = (segment > 0).long()
+        if self._position_offset:
+            # RoBERTa-style models count positions from padding_idx + 1.
+            batch["position_ids"] = positions + self._position_offset
         return {key: value.to(self.device) for key, value in batch.items()}
 
     def _vectors(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -151,6 +151,14 @@ class RewardTrainer:
         """Train from the backbone's weights, then evaluate on held_out and normalize."""
         if not train:
             raise ValidationError("no labels to train on: collect comparisons first")
+        samples: Sequence[tuple[str, str]] = ()
+        if self.config.normalize:
+            samples = base if base is not None else base_samples(train, self.config.base_policy)
+            if not samples:  # found out now, not after hours of training
+                raise ValidationError(
+                    f"no base-policy samples to normalize on (base_policy "
+                    f"{self.config.base_policy!r} matches no candidate's policy)"
+                )
         torch.manual_seed(self.config.seed)
         self.on_step(Progress("tokenize"))
         labels = self.tokenize(train)
@@ -179,7 +187,6 @@ class RewardTrainer:
             self.on_step(Progress("evaluate", step, total, loss, seen))
             result.held_out = self.evaluate(held_out)
         if self.config.normalize:
-            samples = base if base is not None else base_samples(train, self.config.base_policy)
             self.on_step(Progress("normalize", step, total, loss, seen))
             result.gain, result.bias = self.normalize(samples)
         self.on_step(Progress("done", step, total, loss, seen))
@@ -226,9 +233,8 @@ class RewardTrainer:
         encoded = [self.model.tokenize(q, [t]) for q, t in samples]
         for start in range(0, len(encoded), size):
             batch = self.model.collate(encoded[start : start + size])
-            with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16,
-                                enabled=self.use_bf16):  # fmt: skip
-                raw.extend(self.model.label_raw_rewards(batch)[:, 0].float().cpu().tolist())
+            # In fp32, as score() reads rewards, so the scored samples get mean 0, variance 1.
+            raw.extend(self.model.label_raw_rewards(batch)[:, 0].float().cpu().tolist())
         values = torch.tensor(raw, dtype=torch.float64)
         mean = float(values.mean())
         std = float(values.std(unbiased=False)) if len(raw) > 1 else 0.0

@@ -3,6 +3,7 @@ models queue with progress in the job's meta, the CLI, the API and the dashboard
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from crowd.settings import Settings
 from crowd.storage import Database, RewardRun, Role, RunStatus, Study, Worker
 from crowd.training import collect, execute_run, maybe_retrain, request_run
 from models.backbones import build_tiny_encoder
+from models.reward.mock import MockLabeler, mock_comparisons
 from models.reward.model import RewardModel
 from tests.conftest import join
 
@@ -34,8 +36,17 @@ FAST = {"learning_rate": 0.002, "held_out": 0.2}
 
 
 @pytest.fixture(scope="module")
-def backbone(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return str(build_tiny_encoder(tmp_path_factory.mktemp("enc") / "tiny"))
+def tiny_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_encoder(tmp_path_factory.mktemp("enc") / "tiny")
+
+
+@pytest.fixture
+def backbone(settings: Settings, tiny_encoder: Path) -> str:
+    """The tiny encoder as study configs name backbones: a directory in data_dir/backbones."""
+    shelf = settings.data_dir / "backbones"
+    shelf.mkdir(parents=True, exist_ok=True)
+    (shelf / "tiny").symlink_to(tiny_encoder, target_is_directory=True)
+    return "tiny"
 
 
 def items(n: int, seed: int = 0) -> tuple[list[dict[str, Any]], dict[str, int]]:
@@ -206,12 +217,12 @@ def test_the_study_retrains_after_every_n_labels_on_the_models_queue(
 
 
 def test_the_cli_trains_with_a_progress_bar_and_lists_runs(
-    runner: CliRunner, db: Database, make_study: Callable[..., int], backbone: str
+    runner: CliRunner, db: Database, make_study: Callable[..., int], tiny_encoder: Path
 ) -> None:
     study_id, truth = study_with(make_study, 30, {})
     label(db, study_id, truth, "a")
     result = runner.invoke(
-        main, ["train", "reward", str(study_id), "--backbone", backbone, "--learning-rate",
+        main, ["train", "reward", str(study_id), "--backbone", str(tiny_encoder), "--learning-rate",
                "0.002", "--setting", "held_out=0.2"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -243,7 +254,62 @@ def test_the_api_queues_runs_and_the_dashboard_shows_them(
     runs = client.get(f"/api/studies/{study_id}/reward-models", headers=auth).json["runs"]
     assert runs[0]["status"] == "finished" and runs[0]["progress"]["phase"] == "done"
     assert runs[0]["metrics"]["held_out"]["chance"] == 0.25
+    for settings_ in ({"learning_rate": "abc"}, {"backbone": "/etc"}, {"normalize": "no"}):
+        refused = client.post(f"/api/studies/{study_id}/reward-models",
+                              json={"settings": settings_}, headers=auth)  # fmt: skip
+        assert refused.status_code == 422, settings_
     page = client.get("/dashboard/").get_data(as_text=True)
     assert "(chance 25%)" in page
     spec = client.get("/openapi.json").json
     assert "/api/studies/{study_id}/reward-models" in spec["paths"]
+
+
+def test_a_real_minilm_reward_model_learns_the_mock_labelers_rule(
+    db: Database, settings: Settings, make_study: Callable[..., int]
+) -> None:
+    """End to end on the real all-MiniLM-L6-v2 encoder (bundled, offline), paper defaults."""
+    labels = mock_comparisons(140, seed=1, labeler=MockLabeler(temperature=0.3))
+    records = [{"id": c.item, "query": c.query, "candidates": list(c.candidates)}
+               for c in labels]  # fmt: skip
+    config = {"annotations_per_item": 1, "attention_rate": 0.0, "overlap_share": 0,
+              "reward_model": {"settings": {"held_out": 0.3, "seed": 2}}}  # fmt: skip
+    study_id = make_study(records, config, hit_type="comparison")
+    with db.session() as session:
+        study = session.get(Study, study_id)
+        assert study is not None
+        import_annotations(session, study, [
+            AnnotationRecord(where=str(c.item), worker="mock-labeler", item=str(c.item),
+                             answer={"best": c.best})
+            for c in labels
+        ])  # fmt: skip
+        run_id = request_run(session, study).id
+    run = execute_run(db, settings, run_id)
+    assert run.status == RunStatus.FINISHED and run.settings == {"held_out": 0.3, "seed": 2}
+    saved = json.loads((Path(str(run.path)) / "reward_config.json").read_text())
+    assert saved["config"]["backbone"] == "minilm" and saved["kind"] == "encoder"
+    assert saved["config"]["learning_rate"] == 1.77e-5 and saved["config"]["batch_size"] == 8
+    held = run.metrics["held_out"]
+    assert held["n"] == 42 and held["accuracy"] >= 0.5 > held["chance"] + 0.2
+
+
+def test_a_run_whose_job_was_lost_does_not_block_retraining(
+    db: Database, settings: Settings, make_study: Callable[..., int], backbone: str
+) -> None:
+    config = {"retrain_every": 5, "labels": "bradley_terry",
+              "settings": {"backbone": backbone, **FAST}}  # fmt: skip
+    study_id, truth = study_with(make_study, 10, config)
+    connection = redis_connection(str(settings.redis_url))
+    with db.session() as session:
+        study = session.get(Study, study_id)
+        assert study is not None
+        stuck = request_run(session, study).id  # queued, but its job never reached Redis
+    label(db, study_id, truth, "a")
+    label(db, study_id, truth, "b")
+    run_id = maybe_retrain(db, connection, study_id)
+    assert run_id is not None and run_id != stuck
+    lost = run_row(db, stuck)
+    assert lost.status == RunStatus.FAILED and "lost" in str(lost.error)
+    run_worker(settings, burst=True, queues=("crowd-models",))
+    # Aggregated labels come from imported answers too: one per item.
+    done = run_row(db, run_id)
+    assert done.status == RunStatus.FINISHED and done.data["labels"] == 10

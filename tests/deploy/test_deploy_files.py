@@ -25,9 +25,12 @@ GUNICORN_CONF = DEPLOY / "gunicorn.conf.py"
 README = ROOT / "README.md"
 
 WEB_COMMAND = "gunicorn -c deploy/gunicorn.conf.py crowd.wsgi:app"
-WORKER_COMMAND = "crowd worker"
+WORKER_COMMAND = (
+    "crowd worker --queue crowd-events --queue crowd-reports --queue crowd-deliveries"
+)
+MODELS_WORKER_COMMAND = "crowd worker --queue crowd-models"
 MIGRATE_COMMAND = "crowd init"
-SERVICES = {"postgres", "redis", "migrate", "web", "worker"}
+SERVICES = {"postgres", "redis", "migrate", "web", "worker", "models-worker"}
 
 
 def _compose() -> dict[str, Any]:
@@ -88,17 +91,23 @@ def test_compose_commands() -> None:
     assert _command(services["worker"]) == WORKER_COMMAND
     assert _command(services["migrate"]) == MIGRATE_COMMAND
     assert services["worker"]["deploy"]["replicas"] == 2
+    # Every queue has workers: training and LLM evaluation on their own.
+    assert _command(services["models-worker"]) == MODELS_WORKER_COMMAND
+    from crowd.queue import ALL_QUEUES
+
+    listened = " ".join(_command(services[n]) for n in ("worker", "models-worker")).split()
+    assert set(ALL_QUEUES) <= set(listened)
 
 
 def test_web_and_worker_wait_for_migrations() -> None:
     services = _services()
-    for name in ("web", "worker"):
+    for name in ("web", "worker", "models-worker"):
         depends = services[name]["depends_on"]
         assert depends["migrate"]["condition"] == "service_completed_successfully", name
     assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
 
 
-@pytest.mark.parametrize("name", ["migrate", "web", "worker"])
+@pytest.mark.parametrize("name", ["migrate", "web", "worker", "models-worker"])
 def test_compose_environment(name: str) -> None:
     env = _services()[name]["environment"]
     assert isinstance(env, dict), "write environment as a mapping"
@@ -112,7 +121,7 @@ def test_compose_commands_are_the_documented_ones() -> None:
     assert README.exists(), "README.md is missing: it documents the production commands"
     code = _production_code(README.read_text())
     services = _services()
-    for name in ("migrate", "web", "worker"):
+    for name in ("migrate", "web", "worker", "models-worker"):
         command = _command(services[name])
         assert command in code, f"the {name} command {command!r} is not in README's Production"
 
@@ -123,7 +132,11 @@ def test_dockerfile() -> None:
     assert _dockerfile_cmd() == WEB_COMMAND == _command(_services()["web"])
     users = re.findall(r"^USER\s+(\S+)", text, re.M)
     assert users and users[-1] not in ("root", "0"), "the image must not run as root"
-    assert re.search(r"pip install\b.*\s\.(\s|$)", text), "the Dockerfile must install the package"
+    assert re.search(r"pip install\b.*\s\"?\.(\[ml\])?\"?(\s|$)", text), (
+        "the Dockerfile must install the package (with its ml extra)"
+    )
+    # torch pinned, from a CPU index by default (PyPI's build brings GBs of CUDA).
+    assert re.search(r"pip install torch==2\.13\.0 --index-url", text)
 
 
 def _gunicorn(monkeypatch: pytest.MonkeyPatch, **env: str) -> dict[str, Any]:

@@ -66,3 +66,18 @@ def test_scale_phrases_are_removed_and_the_rest_is_kept() -> None:
     cleaned = strip_scale_phrases("On a scale of 1-5, title 2 gets 4/5.", 1, 5)
     assert "1-5" not in cleaned and "title" not in cleaned and "/5" not in cleaned
     assert "4" in cleaned
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I think 4 best describes its fluency.", 4),
+        ("A 5 most definitely.", 5),
+        ("The characters are one-dimensional, so 2.", 2),
+        ("5 is the best and I give it 3", 3),
+    ],
+)
+def test_superlatives_and_hyphenated_words_are_not_scale_phrases(
+    text: str, expected: float
+) -> None:
+    assert parse_rating(text, 1, 5) == expected

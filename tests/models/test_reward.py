@@ -210,3 +210,64 @@ def test_bad_backbones_say_what_to_give(tmp_path: Path, backbones: dict[str, Pat
         RewardModel.from_backbone(RewardConfig(backbone=str(backbones["encoder"]), pooling="cls"))
     with pytest.raises(ValidationError, match="no labels"):
         RewardTrainer(RewardConfig(backbone=str(backbones["encoder"]))).train([])
+
+
+def test_empty_and_long_candidates_are_handled_like_separate_rows(
+    backbones: dict[str, Path],
+) -> None:
+    packed = RewardModel.from_backbone(RewardConfig(backbone=str(backbones["causal"])))
+    assert packed.backbone.config._attn_implementation == "sdpa"  # masks are applied
+    flat = RewardModel.from_backbone(
+        RewardConfig(backbone=str(backbones["causal"]), share_query=False)
+    )
+    flat.load_state_dict(packed.state_dict())
+    labels = [Comparison("the day was", ("happy", "", "sad cold"), 0)]
+    encoded = [packed.tokenize(c.query, c.candidates) for c in labels]
+    with torch.no_grad():
+        assert torch.allclose(packed(packed.collate(encoded)), flat(flat.collate(encoded)),
+                              atol=1e-5)  # fmt: skip
+    # A short query leaves a long candidate most of max_length (not just half of it).
+    long = " ".join(["happy"] * 200)
+    encoded_long = packed.tokenize("the day was", [long])
+    assert len(encoded_long.candidates[0]) > 100
+    assert len(encoded_long.query) + len(encoded_long.candidates[0]) <= 128
+    # A long query keeps its end, the context right before the candidate.
+    query = "start " + "filler " * 300 + "the very end"
+    encoded_query = packed.tokenize(query, ["happy"])
+    text = packed.tokenizer.decode(list(encoded_query.query))
+    assert "the very end" in text and "start" not in text
+
+
+def test_bf16_checkpoints_train_in_fp32(tmp_path: Path) -> None:
+    from transformers import AutoModel
+
+    path = build_tiny_causal_lm(tmp_path / "lm")
+    AutoModel.from_pretrained(str(path)).to(torch.bfloat16).save_pretrained(str(path))
+    model = RewardModel.from_backbone(RewardConfig(backbone=str(path)))
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+
+
+def test_settings_have_strict_types() -> None:
+    for bad in ({"learning_rate": "abc"}, {"learning_rate": "0.1"}, {"seed": "x"},
+                {"backbone": 5}, {"normalize": "false"}, {"share_query": "false"},
+                {"epochs": True}, {"held_out": float("nan")}, {"bf16": "no"}):  # fmt: skip
+        with pytest.raises(InvalidConfig):
+            RewardConfig.from_json(bad)
+
+
+def test_study_configs_name_backbones_and_never_give_paths() -> None:
+    assert validate_study_settings({"settings": {"backbone": "gpt2-small"}})["settings"] == {
+        "backbone": "gpt2-small"
+    }
+    for path in ("/etc", "../models", "a/b", "~/x"):
+        with pytest.raises(InvalidConfig, match="no paths"):
+            validate_study_settings({"settings": {"backbone": path}})
+
+
+def test_a_base_policy_without_samples_fails_before_training(backbones: dict[str, Path]) -> None:
+    trainer = RewardTrainer(RewardConfig(backbone=str(backbones["encoder"]), base_policy="nope"))
+    seen: list[object] = []
+    trainer.progress = seen.append
+    with pytest.raises(ValidationError, match="base_policy 'nope'"):
+        trainer.train(sentiment_labels(8))
+    assert seen == []
