@@ -8,7 +8,9 @@ checks are built locally (build_tiny_encoder, build_tiny_causal_lm) with MiniLM'
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from crowd.exceptions import InvalidConfig
 
@@ -50,39 +52,37 @@ def _save_tokenizer(target: Path) -> int:
     return len(tokenizer)
 
 
-def build_tiny_encoder(
-    target: str | Path, hidden: int = 32, layers: int = 2, seed: int = 0
-) -> Path:
-    """A randomly initialised BERT encoder with MiniLM's tokenizer, saved in `target`."""
+def _build_tiny(target: str | Path, seed: int, make: Callable[[int], Any]) -> Path:
+    """Save MiniLM's tokenizer and `make(vocab size)`, a fresh model, seeded, in `target`."""
     import torch
-    from transformers import BertConfig, BertModel
 
     path = Path(target)
     path.mkdir(parents=True, exist_ok=True)
     vocab = _save_tokenizer(path)
     torch.manual_seed(seed)
-    config = BertConfig(
+    make(vocab).save_pretrained(str(path))
+    return path
+
+
+def build_tiny_encoder(
+    target: str | Path, hidden: int = 32, layers: int = 2, seed: int = 0
+) -> Path:
+    """A randomly initialised BERT encoder with MiniLM's tokenizer, saved in `target`."""
+    from transformers import BertConfig, BertModel
+
+    return _build_tiny(target, seed, lambda vocab: BertModel(BertConfig(
         vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
         num_attention_heads=2, intermediate_size=hidden * 2, max_position_embeddings=256,
-    )  # fmt: skip
-    BertModel(config).save_pretrained(str(path))
-    return path
+    )))  # fmt: skip
 
 
 def build_tiny_causal_lm(
     target: str | Path, hidden: int = 32, layers: int = 2, seed: int = 0
 ) -> Path:
     """A randomly initialised GPT-2 with MiniLM's tokenizer, saved in `target`."""
-    import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    path = Path(target)
-    path.mkdir(parents=True, exist_ok=True)
-    vocab = _save_tokenizer(path)
-    torch.manual_seed(seed)
-    config = GPT2Config(
+    return _build_tiny(target, seed, lambda vocab: GPT2LMHeadModel(GPT2Config(
         vocab_size=vocab, n_embd=hidden, n_layer=layers, n_head=2, n_positions=256,
         bos_token_id=101, eos_token_id=102, pad_token_id=0,
-    )  # fmt: skip
-    GPT2LMHeadModel(config).save_pretrained(str(path))
-    return path
+    )))  # fmt: skip
