@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-crowd
 
-.PHONY: install demo test lint typecheck pytest chromium bench bench-qc clean
+.PHONY: install demo test lint typecheck pytest chromium bench bench-qc bench-reward clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,13 @@ bench: install
 
 bench-qc: install
 	$(PY) benchmarks/qc_bench.py
+
+# Reward model on the mock labeler (250/1k/4k labels), then speed against TRL (pinned in the
+# bench extra); both rewrite their sections of benchmarks/RESULTS.md. About 40 minutes on 2 cores.
+bench-reward: install
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) benchmarks/reward_mock.py --sizes 250,1000,4000 --held-out 500 --write
+	$(PY) benchmarks/reward_speed.py --labels 1000 --held-out 500 --repeats 2 --write
 
 clean:
 	rm -rf $(VENV) .crowd .pytest_cache .mypy_cache .ruff_cache
