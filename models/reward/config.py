@@ -38,7 +38,9 @@ class RewardConfig:
         default=True,
         metadata={"help": "Put each label's query once in a row with its K candidates, each "
                   "seeing the query and itself (a block attention mask): exact for causal "
-                  "LMs, and fewer tokens; false gives every candidate a row of its own."},
+                  "LMs, and fewer tokens. For encoders the query's tokens do not see the "
+                  "candidates, which can cost some accuracy (mock task, 1k labels: 0.78 vs "
+                  "0.82 top-1); false gives every candidate a row of its own."},
     )  # fmt: skip
     epochs: int = field(default=1, metadata={"help": "Passes over the labels (paper: 1)."})
     learning_rate: float = field(

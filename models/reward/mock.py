@@ -1,10 +1,10 @@
 """A mock labeling task, like the mock sentiment task of Ziegler et al. (2019), section 3.1.
 
-Queries open a short story (about 64 tokens, as the paper's BookCorpus queries); each of K
-continuations (about 24 tokens, as there) mixes positive, negative and neutral words. The
-hidden rule (the "true" reward) is the number of positive words minus negative ones. A
-simulated labeler picks the best of K with probability softmax(u / temperature): labels are
-noisy, as human ones are, and a reward model should recover the rule from them.
+Queries open a short story (about 50 tokens; the paper's BookCorpus queries had 64); each of
+K continuations (about 20 tokens; the paper's had 24) mixes positive, negative and neutral
+words. The hidden rule (the "true" reward) is the number of positive words minus negative
+ones. A simulated labeler picks the best of K with probability softmax(u / temperature):
+labels are noisy, as human ones are, and a reward model should recover the rule from them.
 """
 
 from __future__ import annotations

@@ -148,7 +148,8 @@ class RewardTrainer:
         held_out: Sequence[Comparison] = (),
         base: Sequence[tuple[str, str]] | None = None,
     ) -> TrainResult:
-        """Train from the backbone's weights, then evaluate on held_out and normalize."""
+        """Train (from the current weights: a fresh trainer starts from the backbone's), then
+        evaluate on held_out and normalize."""
         if not train:
             raise ValidationError("no labels to train on: collect comparisons first")
         samples: Sequence[tuple[str, str]] = ()
