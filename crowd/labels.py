@@ -10,7 +10,7 @@ from typing import Any, cast
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from crowd.quality import SYSTEM, audit, blocked_in_study, excluded_by, study_qc
+from crowd.quality import SYSTEM, audit, left_out_workers, study_qc
 from crowd.storage import (
     AggregatedLabels,
     Item,
@@ -38,8 +38,7 @@ def _answers(session: Session, study: Study, filtered: bool) -> list[tuple[Item,
     """(item, worker key, answer) of live answers to real and gold items."""
     left_out: set[int] = set()
     if filtered:
-        left_out = set().union(*excluded_by(session, study.id).values())
-        left_out |= blocked_in_study(session, study)
+        left_out = left_out_workers(session, study)
     result = session.execute(
         select(Item, Worker, Response.answer)
         .join(Item, Item.id == Response.item_id)

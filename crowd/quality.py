@@ -396,6 +396,12 @@ def refresh_study(session: Session, study: Study) -> int:
     return len(workers)
 
 
+def left_out_workers(session: Session, study: Study) -> set[int]:
+    """Workers whose answers do not count: excluded by QC or a reviewer, or blocked."""
+    excluded: set[int] = set().union(*excluded_by(session, study.id).values())
+    return excluded | blocked_in_study(session, study)
+
+
 def excluded_by(session: Session, study_id: int) -> dict[str, set[int]]:
     """Worker ids left out of the study's filtered set, by who left them out."""
     out: dict[str, set[int]] = {}

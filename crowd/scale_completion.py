@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from crowd.delivery import on_delivery_outcome, schedule_delivery
 from crowd.exceptions import ValidationError
-from crowd.quality import blocked_in_study, excluded_by
+from crowd.quality import left_out_workers
 from crowd.scale import callback_auth_key, task_json
 from crowd.scale_params import task_response
 from crowd.storage import (
@@ -38,7 +38,6 @@ from crowd.storage import (
     ScaleProject,
     ScaleTask,
     ScaleTaskStatus,
-    Study,
     utcnow,
 )
 
@@ -83,11 +82,6 @@ def after_block(session: Session, study_id: int, worker_id: int) -> list[str]:
     )
     return settle(session, project, items, left_out_workers(session, project.study))
 
-
-def left_out_workers(session: Session, study: Study) -> set[int]:
-    """Workers whose answers do not count: excluded by QC or a reviewer, or blocked."""
-    excluded: set[int] = set().union(*excluded_by(session, study.id).values())
-    return excluded | blocked_in_study(session, study)
 
 
 def settle(

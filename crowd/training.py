@@ -21,7 +21,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import CrowdError, InvalidConfig, NotFound, ValidationError
-from crowd.quality import blocked_in_study, excluded_by
+from crowd.quality import left_out_workers
 from crowd.queue import MODELS
 from crowd.settings import Settings
 from crowd.storage import (
@@ -67,8 +67,7 @@ def study_settings(study: Study) -> dict[str, Any]:
 def count_labels(session: Session, study: Study) -> int:
     """Accepted labels on the study's real and gold items: those of workers in the filtered
     set (what retrain_every counts)."""
-    left_out = set().union(*excluded_by(session, study.id).values())
-    left_out |= blocked_in_study(session, study)
+    left_out = left_out_workers(session, study)
     query = (
         select(func.count(Response.id))
         .join(Item, Item.id == Response.item_id)
