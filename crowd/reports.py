@@ -101,10 +101,18 @@ def analysis_rows(
 
     With refresh=False it reads the QC standing the queue jobs keep current, writing nothing.
     """
-    hit = get_hit_type(study.hit_type)
-    rows = platform_rows(session, study)
     excluded = set().union(*excluded_workers(session, study, refresh=refresh).values())
-    return [hit.analysis_row(row) for row in rows], excluded
+    return study_rows(session, study), excluded
+
+
+def study_rows(session: Session, study: Study) -> list[dict[str, Any]]:
+    """The analysis rows of a study: one per response, or one per game for game types."""
+    hit = get_hit_type(study.hit_type)
+    if hit.played_as_games:
+        from crowd.taboo_records import records
+
+        return records(session, study)
+    return [hit.analysis_row(row) for row in platform_rows(session, study)]
 
 
 @dataclass
@@ -128,10 +136,10 @@ def compute_report(
     """
     study = get_study(session, study_id)
     hit = get_hit_type(study.hit_type)
-    rows = platform_rows(session, study)
+    rows = study_rows(session, study)
     rules = excluded_workers(session, study, refresh=refresh)
     excluded = set().union(*rules.values())
-    data = hit.analyze([hit.analysis_row(row) for row in rows], excluded, study.config)
+    data = hit.analyze(rows, excluded, study.config)
     data["study"] = {
         "id": study.id,
         "name": study.name,
@@ -143,7 +151,7 @@ def compute_report(
     data["rules"] = {
         name: {
             "workers": len(workers),
-            "responses": sum(1 for row in rows if row["worker"] in workers),
+            "responses": sum(1 for row in rows if set(row_workers(row)) & workers),
         }
         for name, workers in rules.items()
     }
@@ -158,6 +166,11 @@ def compute_report(
     (out_dir / "report.json").write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
     (out_dir / "report.html").write_text(html)
     return ReportData(study.id, data, html, len(rows), aggregations)
+
+
+def row_workers(row: dict[str, Any]) -> list[str]:
+    """The workers behind an analysis row (both players of a game)."""
+    return list(row["workers"]) if "workers" in row else [row["worker"]]
 
 
 def store_report(session: Session, computed: ReportData) -> Report:
@@ -244,5 +257,5 @@ def export(
         raise ValidationError(f"{study.hit_type} studies export as {', '.join(hit.export_formats)}")
     rows, excluded = analysis_rows(session, study, refresh=refresh and filtered)
     if filtered:
-        rows = [row for row in rows if row["worker"] not in excluded]
+        rows = [row for row in rows if not set(row_workers(row)) & excluded]
     return hit.export(rows, fmt, handle)

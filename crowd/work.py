@@ -345,7 +345,7 @@ def act(
     event = result.event if sim_seconds is None else {**result.event, "sim_seconds": sim_seconds}
     assignment.events = [*assignment.events, event]
     if result.answer is not None:
-        _store_response(session, hit, assignment, result.answer)
+        store_response(session, hit, assignment, result.answer)
     return assignment
 
 
@@ -368,7 +368,7 @@ def _answer_seconds(assignment: Assignment, now: datetime) -> float:
     return (now - assignment.created_at).total_seconds()
 
 
-def _store_response(
+def store_response(
     session: Session, hit: HitType, assignment: Assignment, answer: dict[str, Any]
 ) -> Response:
     item = assignment.item

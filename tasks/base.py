@@ -118,6 +118,9 @@ class HitType(ABC):
     template: ClassVar[str]
     export_formats: ClassVar[tuple[str, ...]] = ("jsonl", "csv")
     default_annotations_per_item: ClassVar[int] = 3
+    # Types played as games between players (taboo): reports and exports read one record
+    # per game (crowd.taboo_records), agents' games included, instead of one per response.
+    played_as_games: ClassVar[bool] = False
 
     # -- configuration and items ------------------------------------------------------------
     def validate_config(self, config: Mapping[str, Any] | None) -> StudyOptions:

@@ -12,6 +12,7 @@ from crowd.cli.qc import qc
 from crowd.cli.review import review, users
 from crowd.cli.study import study
 from crowd.cli.system import demo, init, keys, serve, worker
+from crowd.cli.taboo import taboo
 from crowd.cli.train import train
 from crowd.cli.webhooks import webhooks
 
@@ -37,3 +38,4 @@ main.add_command(mturk)
 main.add_command(prolific)
 main.add_command(train)
 main.add_command(llm_eval)
+main.add_command(taboo)

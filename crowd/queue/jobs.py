@@ -59,6 +59,7 @@ def process_event(event_id: int) -> str:
     from crowd import scale_completion, stats, webhooks
     from crowd.annotations import RESPONSES_IMPORTED
     from crowd.review import WORKER_BLOCKED
+    from crowd.taboo import TABOO_MOVE
     from crowd.work import RESPONSE_EXPLAINED, RESPONSE_STORED
 
     done = _platform_action(event_id)
@@ -73,6 +74,7 @@ def process_event(event_id: int) -> str:
             return f"outbox event {event_id} was already processed"
         study_id = row.payload.get("study_id")
         topic = row.topic
+        moved: dict[str, object] | None = None
         if row.topic in (RESPONSE_STORED, RESPONSE_EXPLAINED):
             stats.refresh_after_response(session, int(row.payload["response_id"]))
             # After the QC refresh, so blocks its rules just made go out too.
@@ -82,6 +84,8 @@ def process_event(event_id: int) -> str:
         elif row.topic == RESPONSES_IMPORTED:
             for worker_id in row.payload.get("worker_ids", []):
                 stats.refresh_worker(session, int(worker_id), int(row.payload["study_id"]))
+        elif row.topic == TABOO_MOVE:
+            moved = dict(row.payload)
         elif row.topic == WORKER_BLOCKED:
             webhooks.after_block(session, int(row.payload["study_id"]),
                                  int(row.payload["worker_id"]))  # fmt: skip
@@ -91,6 +95,10 @@ def process_event(event_id: int) -> str:
             log.warning("%s unknown outbox topic %r, marked processed", _job_tag(), row.topic)
         row.processed_at = utcnow()
     job = get_current_job()
+    if moved is not None and job is not None:
+        from crowd.taboo_jobs import after_move
+
+        after_move(job.connection, event_id, moved)
     if study_id is not None and job is not None:
         request_report(job.connection, int(study_id))
         if topic in (RESPONSE_STORED, RESPONSES_IMPORTED):

@@ -40,6 +40,7 @@ from crowd.storage.scale import (
     ScaleTaskTag,
 )
 from crowd.storage.studies import Item, ItemKind, Study, StudyStatus
+from crowd.storage.taboo import JudgeScore, Pairing, SeatState, TabooGame, TabooSeat
 from crowd.storage.training import OPEN_RUN_STATES, RewardRun, RunStatus
 from crowd.storage.work import (
     HOLDING_STATES,
@@ -53,6 +54,11 @@ from crowd.storage.work import (
 )
 
 __all__ = [
+    "JudgeScore",
+    "Pairing",
+    "SeatState",
+    "TabooGame",
+    "TabooSeat",
     "OPEN_RUN_STATES",
     "RewardRun",
     "RunStatus",

@@ -37,9 +37,10 @@ def init_app(app: Flask) -> None:
 
     app.register_blueprint(external.bp)
     app.register_blueprint(webhooks.bp)
-    from crowd.web import scale
+    from crowd.web import scale, taboo
 
     app.register_blueprint(scale.bp)
+    app.register_blueprint(taboo.bp)
 
     @app.get("/static/tasks/<hit_type>/<path:filename>")
     def task_static(hit_type: str, filename: str) -> Response:
@@ -67,7 +68,7 @@ def init_app(app: Flask) -> None:
     def security_headers(response: Response) -> Response:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
-        if request.path.startswith("/api/work/"):
+        if request.path.startswith(("/api/work/", "/api/taboo/")):
             # Answers and sentences must not linger in shared caches.
             response.headers["Cache-Control"] = "no-store"
         return response

@@ -38,6 +38,49 @@ def _op(summary: str, *, params: list[dict[str, Any]] | None = None, body: str |
     return operation
 
 
+def _id(name: str) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "integer"}}
+
+
+def taboo_paths() -> dict[str, Any]:
+    """Adversarial Taboo: the waiting room and games (players), records (experimenters)."""
+    seat, game = [_id("seat_id")], [_id("game_id")]
+    tournament = {"name": "tournament", "in": "query", "required": False,
+                  "schema": {"type": "string"}}  # fmt: skip
+    return {
+        "/api/taboo/studies/{study_id}/lobby": {"post": _op(
+            "Ask for a game ({opponent: human | agent | either}): a seat in the waiting room, "
+            "paired at once with a waiting person or an agent, else when polled",
+            params=[STUDY_ID], security="workerToken")},
+        "/api/taboo/seats/{seat_id}": {"get": _op(
+            "Poll a seat (a heartbeat): waiting, paired (with its game_id), timed_out or left",
+            params=seat, security="workerToken")},
+        "/api/taboo/seats/{seat_id}/leave": {"post": _op(
+            "Stop waiting", params=seat, security="workerToken")},
+        "/api/taboo/games/{game_id}": {"get": _op(
+            "Poll a game (a heartbeat): your side's view; the defender's never holds the word "
+            "before the game is over", params=game, security="workerToken")},
+        "/api/taboo/games/{game_id}/move": {"post": _op(
+            "Say something ({say, version}) or, as the defender, guess ({guess, version}); "
+            "version is the game version the page shows", params=game,
+            security="workerToken")},
+        "/api/taboo/games/{game_id}/leave": {"post": _op(
+            "Leave the game: it ends, abandoned by you", params=game, security="workerToken")},
+        "/api/studies/{study_id}/taboo/games": {"get": _op(
+            "Every game with its full state and judge scores (?tournament=name)",
+            params=[STUDY_ID, tournament])},
+        "/api/studies/{study_id}/taboo/summary": {"get": _op(
+            "Attacker / defender / tie rates and mean turns (full and filtered sets; per word, "
+            "pairing and matchup; concreteness correlation) and the leaderboard",
+            params=[STUDY_ID])},
+        "/api/studies/{study_id}/taboo/transcripts": {"get": _op(
+            "Transcripts with judge scores: jsonl (a game a line) or csv (an utterance a row)",
+            params=[STUDY_ID, {"name": "format", "in": "query", "required": False,
+                               "schema": {"type": "string", "enum": ["jsonl", "csv"]}},
+                    tournament])},
+    }  # fmt: skip
+
+
 def spec() -> dict[str, Any]:
     from crowd.web.scale import openapi_paths as scale_paths
 
@@ -310,6 +353,7 @@ def spec() -> dict[str, Any]:
                     "Give an open assignment back", params=[ASSIGNMENT_ID], security="workerToken"
                 )  # fmt: skip
             },
+            **taboo_paths(),
             "/api/play/leaderboard": {"get": _op("Game leaderboard", security=None)},
             "/api/play/profile": {"get": _op("Your game profile", security="workerToken")},
             **scale_paths(),

@@ -1,0 +1,259 @@
+"""Taboo games through the HTTP API: the waiting room, live play, agents, clocks, records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+from sqlalchemy import select, update
+
+from crowd.storage import Database, JudgeScore, Response, TabooGame, TabooSeat
+from crowd.storage.base import utcnow
+from tests.conftest import join
+
+WORDS = [
+    {"id": "t1", "word": "banana", "variants": ["plantain"], "concreteness": 5.0},
+    {"id": "t2", "word": "music", "concreteness": 3.5},
+    {"id": "t3", "word": "freedom", "concreteness": 1.5},
+]
+
+
+@pytest.fixture
+def taboo_study(make_study: Callable[..., int]) -> Callable[..., int]:
+    def factory(**taboo: Any) -> int:
+        config = {"taboo": {"judge": None, **taboo}}
+        return make_study(WORDS, config, providers=("local",), hit_type="taboo")
+
+    return factory
+
+
+def lobby(client: FlaskClient, worker: dict[str, str], study: int, opponent: str) -> Any:
+    response = client.post(f"/api/taboo/studies/{study}/lobby", json={"opponent": opponent},
+                           headers=worker)  # fmt: skip
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def view(client: FlaskClient, worker: dict[str, str], game: int) -> dict[str, Any]:
+    response = client.get(f"/api/taboo/games/{game}", headers=worker)
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def move(client: FlaskClient, worker: dict[str, str], game: int, **body: Any) -> Any:
+    version = view(client, worker, game)["version"]
+    return client.post(f"/api/taboo/games/{game}/move", json={"version": version, **body},
+                       headers=worker)  # fmt: skip
+
+
+def pair(client: FlaskClient, study: int) -> tuple[int, dict[str, str], dict[str, str]]:
+    """Two people in the waiting room; returns the game and (attacker, defender) headers."""
+    first, second = join(client, name="ann"), join(client, name="bob")
+    waiting = lobby(client, first, study, "human")
+    assert waiting["state"] == "waiting" and waiting["game_id"] is None
+    paired = lobby(client, second, study, "human")
+    assert paired["state"] == "paired"
+    seat = client.get(f"/api/taboo/seats/{waiting['seat_id']}", headers=first).get_json()
+    assert seat["state"] == "paired" and seat["game_id"] == paired["game_id"]
+    game = paired["game_id"]
+    if view(client, first, game)["role"] == "attacker":
+        return game, first, second
+    return game, second, first
+
+
+def test_two_people_play_a_game_and_the_defender_never_gets_the_word(
+    client: FlaskClient, taboo_study: Callable[..., int], db: Database
+) -> None:
+    study = taboo_study()
+    game, attacker, defender = pair(client, study)
+    seen_by_attacker = view(client, attacker, game)
+    word = seen_by_attacker["target"]
+    assert word in {w["word"] for w in WORDS} and seen_by_attacker["your_turn"]
+    bodies: list[str] = []
+
+    def defender_view() -> dict[str, Any]:
+        response = client.get(f"/api/taboo/games/{game}", headers=defender)
+        bodies.append(response.get_data(as_text=True))
+        return response.get_json()
+
+
+    assert "target" not in defender_view() and not defender_view()["your_turn"]
+    # Out of turn, and a stale version, are refused.
+    assert move(client, defender, game, say="hello").status_code == 409
+    stale = client.post(f"/api/taboo/games/{game}/move", json={"version": 0, "say": "hi"},
+                        headers=attacker)  # fmt: skip
+    assert stale.status_code == 409
+    opening = move(client, attacker, game, say="What do you like to eat or listen to?")
+    assert opening.status_code == 200
+    seen = defender_view()
+    assert seen["your_turn"] and seen["utterances"][0]["text"].startswith("What do you like")
+    said = move(client, defender, game, say=f"I really like {word}s, honestly")
+    assert said.status_code == 200
+    over = said.get_json()
+    assert over["over"] and over["result"] == "lost"  # the defender said it
+    assert view(client, attacker, game)["result"] == "won"
+    final = defender_view()
+    assert final["result"] == "lost" and final["target"] == word  # revealed once stored
+    # Before the end no defender response carried the word.
+    assert len(bodies) > 3 and all(word not in body.lower() for body in bodies[:-1])
+    with db.session() as session:
+        responses = session.scalars(select(Response).order_by(Response.id)).all()
+        assert sorted(r.answer["result"] for r in responses) == ["lost", "won"]
+        assert {r.answer["role"] for r in responses} == {"attacker", "defender"}
+        assert {r.score for r in responses} == {0.0, 1.0}
+    # A retried move is answered with the game, not an error.
+    retry = client.post(f"/api/taboo/games/{game}/move",
+                        json={"version": 1, "say": f"I really like {word}s, honestly"},
+                        headers=defender)  # fmt: skip
+    assert retry.status_code == 200 and retry.get_json()["over"]
+
+
+def test_struck_attacker_text_never_reaches_the_defender(
+    client: FlaskClient, taboo_study: Callable[..., int]
+) -> None:
+    study = taboo_study(rules={"invalid_cost": "turn"})
+    game, attacker, defender = pair(client, study)
+    word = view(client, attacker, game)["target"]
+    struck = move(client, attacker, game, say=f"please say {word.upper()}S now").get_json()
+    assert struck["utterances"][0]["valid"] is False
+    seen = view(client, defender, game)
+    assert seen["utterances"] == [{"index": 0, "role": "attacker", "struck": True, "turn": 1}]
+    assert word not in json.dumps(seen).lower()
+    assert move(client, defender, game, guess="umbrella").get_json()["result"] == "tie"
+
+
+def test_a_person_plays_an_agent_attacker(
+    client: FlaskClient, taboo_study: Callable[..., int], db: Database
+) -> None:
+    study = taboo_study(opponent="agent", human_role="defender")
+    person = join(client, name="cat")
+    seat = lobby(client, person, study, "agent")
+    game = seat["game_id"]
+    first = view(client, person, game)
+    assert first["role"] == "defender" and first["opponent"]["kind"] == "agent"
+    assert first["your_turn"] and len(first["utterances"]) == 1  # the agent spoke first
+    assert "target" not in first
+    for turn in range(4):
+        current = view(client, person, game)
+        if current["over"]:
+            break
+        reply = move(client, person, game, say=f"hmm, that is interesting number {turn}")
+        assert reply.status_code == 200, reply.get_json()
+    current = view(client, person, game)
+    if not current["over"]:
+        current = move(client, person, game, guess="umbrella").get_json()
+    assert current["over"] and current["result"] in {"won", "lost", "tie"}
+    with db.session() as session:
+        stored = session.scalars(select(TabooGame)).one()
+        assert stored.pairing == "human-agent" and stored.attacker_agent == "retrieval"
+        assert session.scalars(select(Response)).one().answer["role"] == "defender"
+
+
+def test_only_the_offered_opponents_and_known_settings(
+    client: FlaskClient, taboo_study: Callable[..., int], make_study: Callable[..., int]
+) -> None:
+    study = taboo_study(opponent="human")
+    person = join(client)
+    refused = client.post(f"/api/taboo/studies/{study}/lobby", json={"opponent": "agent"},
+                          headers=person)  # fmt: skip
+    assert refused.status_code == 422 and "human opponents only" in refused.get_json()["error"]
+    with pytest.raises(Exception, match="invalid_cost"):
+        make_study(WORDS, {"taboo": {"rules": {"invalid_cost": "free"}}}, hit_type="taboo")
+    with pytest.raises(Exception, match="unknown agent"):
+        make_study(WORDS, {"taboo": {"agents": {"attacker": "oracle"}}}, hit_type="taboo")
+    with pytest.raises(Exception, match="no paths"):
+        make_study(WORDS, {"taboo": {"judge": {"fluency_model": "/etc/x"}}}, hit_type="taboo")
+
+
+def test_the_waiting_room_times_out_to_an_agent_or_ends(
+    client: FlaskClient, taboo_study: Callable[..., int], db: Database
+) -> None:
+    either = taboo_study(opponent="either", wait_seconds=1)
+    person = join(client)
+    seat = lobby(client, person, either, "either")
+    assert seat["state"] == "waiting"
+    with db.session() as session:
+        session.execute(update(TabooSeat).values(expires_at=utcnow() - timedelta(seconds=1)))
+    polled = client.get(f"/api/taboo/seats/{seat['seat_id']}", headers=person).get_json()
+    assert polled["state"] == "paired" and polled["game_id"] is not None
+    humans_only = taboo_study(opponent="human", wait_seconds=1)
+    other = join(client)
+    seat = lobby(client, other, humans_only, "human")
+    with db.session() as session:
+        session.execute(
+            update(TabooSeat).where(TabooSeat.id == seat["seat_id"])
+            .values(expires_at=utcnow() - timedelta(seconds=1))
+        )  # fmt: skip
+    polled = client.get(f"/api/taboo/seats/{seat['seat_id']}", headers=other).get_json()
+    assert polled["state"] == "timed_out" and polled["game_id"] is None
+
+
+def test_a_player_who_goes_away_or_stalls_ends_the_game_fairly(
+    client: FlaskClient, taboo_study: Callable[..., int], db: Database
+) -> None:
+    study = taboo_study()
+    game, attacker, defender = pair(client, study)
+    with db.session() as session:
+        session.execute(
+            update(TabooGame).values(attacker_seen_at=utcnow() - timedelta(seconds=120))
+        )
+    seen = view(client, defender, game)
+    assert seen["over"] and seen["result"] == "partner_left" and seen["end_reason"] == "player_left"
+    assert view(client, attacker, game)["result"] == "left"
+    with db.session() as session:
+        answers = {r.answer["result"]: r.score for r in session.scalars(select(Response))}
+    assert answers == {"left": 0.0, "partner_left": None}
+    # A stalled move: the side to move times out even while its page keeps polling.
+    game, attacker, defender = pair(client, taboo_study(move_seconds=5))
+    with db.session() as session:
+        session.execute(
+            update(TabooGame).where(TabooGame.id == game)
+            .values(turn_started_at=utcnow() - timedelta(seconds=10))
+        )  # fmt: skip
+    assert view(client, attacker, game)["result"] == "left"
+    assert view(client, defender, game)["end_reason"] == "player_timed_out"
+
+
+def test_summary_transcripts_and_report_cover_games(
+    client: FlaskClient, taboo_study: Callable[..., int], auth: dict[str, str]
+) -> None:
+    study = taboo_study()
+    game, attacker, defender = pair(client, study)
+    move(client, attacker, game, say="What fruit do monkeys like?")
+    move(client, defender, game, guess="banana")
+    summary = client.get(f"/api/studies/{study}/taboo/summary", headers=auth).get_json()
+    assert summary["leaderboard"] and summary["full"]
+    lines = client.get(f"/api/studies/{study}/taboo/transcripts", headers=auth)
+    record = json.loads(lines.get_data(as_text=True).splitlines()[0])
+    assert record["pairing"] == "human-human"
+    rows = client.get(f"/api/studies/{study}/taboo/transcripts?format=csv", headers=auth)
+    assert rows.get_data(as_text=True).count("What fruit do monkeys like?") == 1
+    bad = client.get(f"/api/studies/{study}/taboo/transcripts?format=xml", headers=auth)
+    assert bad.status_code == 422
+    assert client.get(f"/api/studies/{study}/taboo/games", headers=join(client)).status_code == 401
+
+
+def test_judge_jobs_score_every_utterance_once_with_a_cache(
+    client: FlaskClient, taboo_study: Callable[..., int], db: Database, settings: Any
+) -> None:
+    from crowd.queue.runner import run_worker
+
+    study = taboo_study(judge={"relevance_model": "minilm", "relevance_threshold": 0.4})
+    game, attacker, defender = pair(client, study)
+    move(client, attacker, game, say="What do monkeys like to eat in the jungle?")
+    move(client, defender, game, say="They eat fruit and leaves in the trees.")
+    run_worker(settings, burst=True)
+    with db.session() as session:
+        state = session.get(TabooGame, game).state
+        first, second = state["utterances"]
+        assert first["judge"]["relevance"]["skipped"] == "first utterance"
+        relevance = second["judge"]["relevance"]
+        assert relevance["model"] and relevance["threshold"] == 0.4
+        assert 0.0 < relevance["score"] <= 1.0
+        assert relevance["passed"] == (relevance["score"] >= 0.4)
+        cached = session.scalars(select(JudgeScore)).all()
+        assert len(cached) == 1 and cached[0].kind == "relevance"
