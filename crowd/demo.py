@@ -334,6 +334,8 @@ def taboo_lines(settings: Settings, study_id: int) -> list[str]:
     for pairing, numbers in full["by_pairing"].items():
         if numbers["n_games"]:
             lines.append(f"{pairing}: {_taboo_rates(numbers)}")
+    for matchup, numbers in full["by_matchup"].items():
+        lines.append(f"  {matchup}: {_taboo_rates(numbers)}")
     for condition in full["reference"]["conditions"]:
         rates = condition["rates"]
         lines.append(

@@ -381,6 +381,16 @@ def _check_clocks(session: Session, game: TabooGame, now: datetime, polled_by: R
         if seen < away:
             store_state(session, game, state, engine.end(state, EndReason.LEFT, role))
             return
+    if state.phase == engine.Phase.JUDGING and now - game.turn_started_at > timedelta(
+        seconds=config.move_seconds
+    ):
+        # The judge's job never answered (a worker down, a failed model): the utterance
+        # stands, recorded as unjudged, rather than the game hanging for both players.
+        unjudged = {"judge": {"score": None, "threshold": None, "model": None, "passed": True,
+                              "skipped": "no verdict in time"}}  # fmt: skip
+        store_state(session, game, state,
+                    engine.judge(state, len(state.utterances) - 1, unjudged, passed=True))  # fmt: skip
+        return
     mover = state.to_move()
     if (
         mover is not None

@@ -104,12 +104,16 @@ class TabooConfig:
                 raise InvalidConfig(f"must be a number of seconds from {low} to {high}",
                                     f"taboo.{name}")  # fmt: skip
             clocks[name] = float(value)
+        judge = _judge(raw.get("judge", DEFAULT_JUDGE))
+        if rules.enforce_judge and judge is None:
+            raise InvalidConfig("enforce_judge needs a judge: set taboo.judge (or leave it out "
+                                "for the default MiniLM relevance check)", "taboo.rules")  # fmt: skip
         return cls(
             rules=rules,
             opponent=opponent,
             human_role=human_role,
             agents=_agents(raw.get("agents")),
-            judge=_judge(raw.get("judge", DEFAULT_JUDGE)),
+            judge=judge,
             **clocks,
         )
 

@@ -257,3 +257,86 @@ def test_judge_jobs_score_every_utterance_once_with_a_cache(
         assert relevance["passed"] == (relevance["score"] >= 0.4)
         cached = session.scalars(select(JudgeScore)).all()
         assert len(cached) == 1 and cached[0].kind == "relevance"
+
+
+def test_an_enforced_judge_holds_the_turn_and_strikes_what_fails(
+    client: FlaskClient, taboo_study: Callable[..., int], db: Database, settings: Any
+) -> None:
+    from crowd.queue.runner import run_worker
+
+    study = taboo_study(rules={"enforce_judge": True, "invalid_cost": "turn"},
+                        judge={"relevance_model": "minilm", "relevance_threshold": 0.95})
+    game, attacker, defender = pair(client, study)
+    move(client, attacker, game, say="What do monkeys like to eat in the jungle?")
+    waiting = view(client, defender, game)
+    assert waiting["phase"] == "judging" and waiting["utterances"] == []
+    assert move(client, defender, game, say="hi").status_code == 409
+    run_worker(settings, burst=True)  # the first utterance has nothing to be relevant to
+    assert view(client, defender, game)["your_turn"]
+    move(client, defender, game, say="The stock market fell sharply today.")
+    run_worker(settings, burst=True)
+    seen = view(client, attacker, game)
+    assert seen["your_turn"] and seen["turns"] == 2
+    assert seen["utterances"][1] == {"index": 1, "role": "defender", "struck": True, "turn": 2}
+    with db.session() as session:
+        struck = session.get(TabooGame, game).state["utterances"][1]
+        assert struck["valid"] is False and struck["reasons"] == ["judge: relevance"]
+        assert struck["judge"]["relevance"]["score"] < 0.95
+
+
+def test_a_judge_that_never_answers_does_not_hang_the_game(
+    client: FlaskClient, taboo_study: Callable[..., int], db: Database
+) -> None:
+    study = taboo_study(rules={"enforce_judge": True}, move_seconds=5,
+                        judge={"relevance_model": "minilm"})  # fmt: skip
+    game, attacker, defender = pair(client, study)
+    move(client, attacker, game, say="What do monkeys like to eat?")
+    with db.session() as session:
+        session.execute(
+            update(TabooGame).values(turn_started_at=utcnow() - timedelta(seconds=10))
+        )
+    seen = view(client, defender, game)
+    assert seen["your_turn"] and not seen["over"]
+    assert seen["utterances"][0]["valid"] is True
+    with pytest.raises(Exception, match="enforce_judge needs a judge"):
+        taboo_study(rules={"enforce_judge": True})  # judge None in this fixture
+
+
+def test_fluency_comes_from_a_named_local_causal_lm(
+    client: FlaskClient, taboo_study: Callable[..., int], db: Database, settings: Any
+) -> None:
+    from crowd.queue.runner import run_worker
+    from models.backbones import build_tiny_causal_lm
+
+    build_tiny_causal_lm(settings.data_dir / "backbones" / "tiny-lm")
+    study = taboo_study(judge={"fluency_model": "tiny-lm", "fluency_threshold": 35.0})
+    game, attacker, _ = pair(client, study)
+    move(client, attacker, game, say="What do monkeys like to eat?")
+    run_worker(settings, burst=True)
+    with db.session() as session:
+        fluency = session.get(TabooGame, game).state["utterances"][0]["judge"]["fluency"]
+    # A random tiny model is far from fluent: its perplexity is near its vocabulary size.
+    assert fluency["model"].startswith("tiny-lm@") and fluency["threshold"] == 35.0
+    assert fluency["score"] > 35.0 and fluency["passed"] is False
+
+
+def test_tournaments_run_as_a_job_from_the_cli(
+    runner: Any, taboo_study: Callable[..., int], db: Database
+) -> None:
+    from crowd.cli import main
+
+    study = taboo_study()
+    args = ["taboo", "tournament", str(study), "--name", "t1", "--defender", "threshold",
+            "--defender", "naive", "--games", "2", "--no-judge"]  # fmt: skip
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "agent-agent: 12 games" in result.output
+    with db.session() as session:
+        games = session.scalars(select(TabooGame)).all()
+        assert len(games) == 12 and {g.pairing for g in games} == {"agent-agent"}
+        assert all(g.outcome is not None and g.tournament == "t1" for g in games)
+    again = runner.invoke(main, args)
+    assert again.exit_code == 0 and '"already_played": true' in again.output
+    exported = runner.invoke(main, ["taboo", "export", str(study), "--format", "jsonl"])
+    assert len(exported.output.splitlines()) == 12
+    assert runner.invoke(main, ["taboo", "agents"]).output.count("(defender)") >= 2
