@@ -388,8 +388,8 @@ def _check_clocks(session: Session, game: TabooGame, now: datetime, polled_by: R
         # stands, recorded as unjudged, rather than the game hanging for both players.
         unjudged = {"judge": {"score": None, "threshold": None, "model": None, "passed": True,
                               "skipped": "no verdict in time"}}  # fmt: skip
-        store_state(session, game, state,
-                    engine.judge(state, len(state.utterances) - 1, unjudged, passed=True))  # fmt: skip
+        ruled = engine.judge(state, len(state.utterances) - 1, unjudged, passed=True)
+        store_state(session, game, state, ruled)
         return
     mover = state.to_move()
     if (

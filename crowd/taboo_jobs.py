@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from typing import Any
 
@@ -156,6 +157,35 @@ def after_move(connection: redis.Redis, event_id: int, payload: dict[str, Any]) 
 # -- tournaments ---------------------------------------------------------------------------
 
 
+TOURNAMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+MAX_GAMES_PER_PAIR = 100
+
+
+def check_tournament(
+    name: Any, attackers: Any, defenders: Any, games_per_pair: Any, seed: Any
+) -> None:
+    """Refuse a tournament the job could not play, with what to change."""
+    from crowd.exceptions import ValidationError
+    from tasks.taboo.agents import AGENTS
+
+    if not isinstance(name, str) or not TOURNAMENT_NAME.fullmatch(name):
+        raise ValidationError("1 to 100 letters, digits, '.', '_' or '-'", "name")
+    for role, names in (("attacker", attackers), ("defender", defenders)):
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            raise ValidationError(f"a non-empty list of {role} agent names", f"{role}s")
+        for agent in names:
+            if agent not in AGENTS or str(AGENTS.get(agent).role) != role:
+                known = [n for n, a in AGENTS.items() if str(a.role) == role]
+                raise ValidationError(f"{agent!r} is not a {role} agent (known: {known})",
+                                      f"{role}s")  # fmt: skip
+    if not isinstance(games_per_pair, int) or isinstance(games_per_pair, bool) or not (
+        1 <= games_per_pair <= MAX_GAMES_PER_PAIR
+    ):
+        raise ValidationError(f"a whole number from 1 to {MAX_GAMES_PER_PAIR}", "games_per_pair")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ValidationError("a whole number", "seed")
+
+
 def run_tournament(
     study_id: int,
     name: str,
@@ -220,6 +250,9 @@ def config_of_study(study: Study) -> Any:
 
 
 def enqueue_tournament(connection: redis.Redis, **kwargs: Any) -> Any:
+    """Check a tournament's settings and put it on the models queue."""
+    check_tournament(kwargs.get("name"), kwargs.get("attackers"), kwargs.get("defenders"),
+                     kwargs.get("games_per_pair"), kwargs.get("seed"))  # fmt: skip
     return Queue(MODELS, connection=connection).enqueue(
         run_tournament, kwargs=kwargs, job_id=f"taboo-tournament-{kwargs['study_id']}-"
         f"{kwargs['name']}", job_timeout=TOURNAMENT_TIMEOUT, result_ttl=7 * 24 * 3600,

@@ -69,6 +69,10 @@ def taboo_paths() -> dict[str, Any]:
         "/api/studies/{study_id}/taboo/games": {"get": _op(
             "Every game with its full state and judge scores (?tournament=name)",
             params=[STUDY_ID, tournament])},
+        "/api/studies/{study_id}/taboo/tournaments": {"post": _op(
+            "Queue an agent-vs-agent tournament over the study's words ({name, attackers, "
+            "defenders, games_per_pair?, seed?, judge?}); its games appear under "
+            "?tournament=name", params=[STUDY_ID], ok="202")},
         "/api/studies/{study_id}/taboo/summary": {"get": _op(
             "Attacker / defender / tie rates and mean turns (full and filtered sets; per word, "
             "pairing and matchup; concreteness correlation) and the leaderboard",

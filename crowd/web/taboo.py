@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, request
+from sqlalchemy import select
 
 from crowd import platforms, taboo
 from crowd.app import platform
-from crowd.exceptions import ValidationError
+from crowd.exceptions import AlreadyExists, ValidationError
 from crowd.storage import Assignment, PlatformSession, TabooGame, Worker
 from crowd.studies import get_study
 from crowd.web.common import current_experimenter, current_worker, current_worker_id, json_body
@@ -101,6 +102,42 @@ def games(study_id: int) -> Any:
         study = get_study(session, study_id, current_experimenter(session))
         records = taboo_records.records(session, study, request.args.get("tournament"))
         return {"games": records}
+
+
+@bp.post("/api/studies/<int:study_id>/taboo/tournaments")
+def tournament(study_id: int) -> Any:
+    """Queue an agent-vs-agent tournament over the study's words on the models queue:
+    {name, attackers: [...], defenders: [...], games_per_pair?: 1, seed?: 0, judge?: true}."""
+    from crowd.taboo_jobs import enqueue_tournament
+
+    body = json_body()
+    unknown = sorted(set(body) - {"name", "attackers", "defenders", "games_per_pair", "seed",
+                                  "judge"})  # fmt: skip
+    if unknown:
+        raise ValidationError(f"unknown keys {unknown}", "body")
+    judge = body.get("judge", True)
+    if not isinstance(judge, bool):
+        raise ValidationError("true or false", "judge")
+    connection = platform().redis
+    if connection is None:
+        raise ValidationError("tournaments run on the queue: set CROWD_REDIS_URL and run "
+                              "`crowd worker --queue crowd-models`")  # fmt: skip
+    with platform().db.session() as session:
+        study = get_study(session, study_id, current_experimenter(session))
+        if study.hit_type != "taboo":
+            raise ValidationError(f"study {study_id} is not a taboo study")
+        played = session.scalar(
+            select(TabooGame.id).where(TabooGame.study_id == study_id,
+                                       TabooGame.tournament == body.get("name"))
+        )  # fmt: skip
+        if played is not None:
+            raise AlreadyExists(f"tournament {body.get('name')!r} was played: pick a new name")
+    job = enqueue_tournament(
+        connection, study_id=study_id, name=body.get("name"), attackers=body.get("attackers"),
+        defenders=body.get("defenders"), games_per_pair=body.get("games_per_pair", 1),
+        seed=body.get("seed", 0), judge=judge,
+    )  # fmt: skip
+    return {"tournament": body.get("name"), "job_id": job.id, "status": "queued"}, 202
 
 
 @bp.get("/api/studies/<int:study_id>/taboo/summary")

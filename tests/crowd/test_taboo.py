@@ -340,3 +340,25 @@ def test_tournaments_run_as_a_job_from_the_cli(
     exported = runner.invoke(main, ["taboo", "export", str(study), "--format", "jsonl"])
     assert len(exported.output.splitlines()) == 12
     assert runner.invoke(main, ["taboo", "agents"]).output.count("(defender)") >= 2
+
+
+def test_tournaments_are_queued_over_the_api_and_checked_first(
+    client: FlaskClient, taboo_study: Callable[..., int], auth: dict[str, str], db: Database,
+    settings: Any,
+) -> None:
+    from crowd.queue.runner import run_worker
+
+    study = taboo_study()
+    url = f"/api/studies/{study}/taboo/tournaments"
+    body = {"name": "api-1", "attackers": ["retrieval"], "defenders": ["naive"], "judge": False}
+    for bad, field in ((dict(body, defenders=["retrieval"]), "defenders"),
+                       (dict(body, games_per_pair=0), "games_per_pair"),
+                       (dict(body, name="../x"), "name"), (dict(body, extra=1), "body")):
+        refused = client.post(url, json=bad, headers=auth)
+        assert refused.status_code == 422 and field in refused.get_json()["error"]
+    queued = client.post(url, json=body, headers=auth)
+    assert queued.status_code == 202, queued.get_json()
+    run_worker(settings, burst=True)
+    games = client.get(f"/api/studies/{study}/taboo/games?tournament=api-1", headers=auth)
+    assert len(games.get_json()["games"]) == len(WORDS)
+    assert client.post(url, json=body, headers=auth).status_code == 409
