@@ -106,8 +106,11 @@ class TabooConfig:
             clocks[name] = float(value)
         judge = _judge(raw.get("judge", DEFAULT_JUDGE))
         if rules.enforce_judge and judge is None:
-            raise InvalidConfig("enforce_judge needs a judge: set taboo.judge (or leave it out "
-                                "for the default MiniLM relevance check)", "taboo.rules")  # fmt: skip
+            raise InvalidConfig(
+                "enforce_judge needs a judge: set taboo.judge (or leave it out for the default "
+                "MiniLM relevance check)",
+                "taboo.rules",
+            )
         return cls(
             rules=rules,
             opponent=opponent,
