@@ -59,6 +59,7 @@ TABOO_MOVE = "taboo.move"
 OPPONENTS = ("human", "agent", "either")
 # Agents never need more moves than this in a row (REDO costs can make them try again).
 MAX_AGENT_MOVES = 8
+WAITING_SIDE_FACTOR = 10
 _SEEDS = random.SystemRandom()
 
 
@@ -91,6 +92,7 @@ def join_lobby(
         raise StudyNotOpen(f"study {study.id} is {study.status}, not open for games")
     if worker.provider not in study.providers:
         raise StudyNotOpen(f"study {study.id} is not published to {worker.provider} workers")
+    _check_access(session, study, worker, platform_session)
     config = study_config(study)
     if opponent not in OPPONENTS:
         raise ValidationError(f"must be one of {', '.join(OPPONENTS)}", "opponent")
@@ -128,6 +130,29 @@ def join_lobby(
         session.flush()
     _settle_seat(session, study, config, waiting, now)
     return waiting
+
+
+def _check_access(
+    session: Session, study: Study, worker: Worker, platform_session: PlatformSession | None
+) -> None:
+    """The checks every request for work passes (crowd.work.next_assignment makes them too)."""
+    from crowd import quality
+    from crowd.exceptions import PermissionDenied
+    from crowd.storage import Serving, SessionState, WorkerStatus
+    from crowd.work import NO_MORE_FOR_YOU
+
+    if worker.status == WorkerStatus.BLOCKED or quality.blocked_by(
+        session, study.experimenter_id, worker.id
+    ):
+        raise PermissionDenied("this worker account is blocked from these studies")
+    if platform_session is not None and (
+        platform_session.study_id != study.id or platform_session.worker_id != worker.id
+    ):
+        raise PermissionDenied("this platform session belongs to another study or worker")
+    if platform_session is not None and platform_session.state != SessionState.OPEN:
+        raise StudyNotOpen(f"this session is {platform_session.state}: nothing more to do")
+    if quality.standing(session, study.id, worker.id).serving == Serving.STOPPED:
+        raise NoWorkLeft(NO_MORE_FOR_YOU)
 
 
 def seat_status(session: Session, seat_id: int, worker_id: int) -> TabooSeat:
@@ -367,18 +392,28 @@ def poll(session: Session, game_id: int, worker_id: int) -> TabooGame:
     return game
 
 
-def _check_clocks(session: Session, game: TabooGame, now: datetime, polled_by: Role) -> None:
-    setattr(game, f"{polled_by}_seen_at", now)
+def _check_clocks(
+    session: Session, game: TabooGame, now: datetime, polled_by: Role | None
+) -> None:
+    if polled_by is not None:
+        setattr(game, f"{polled_by}_seen_at", now)
+        # A live game's assignment is in use: the stale-assignment sweep must leave it be.
+        assignment_id = getattr(game, f"{polled_by}_assignment_id")
+        assignment = session.get(Assignment, assignment_id) if assignment_id else None
+        if assignment is not None and assignment.state == AssignmentState.ASSIGNED:
+            assignment.updated_at = now
     state = state_of(game)
     if state.over:
         return
     config = config_of(session, game)
-    away = now - timedelta(seconds=config.away_seconds)
     for role in (Role.ATTACKER, Role.DEFENDER):
         if getattr(game, f"{role}_worker_id") is None:
             continue
+        # The side waiting for the other may have its tab in the background, where
+        # browsers slow timers to a minute: it gets a longer window than the side to move.
+        window = config.away_seconds * (1 if state.to_move() == role else WAITING_SIDE_FACTOR)
         seen = getattr(game, f"{role}_seen_at")
-        if seen < away:
+        if seen < now - timedelta(seconds=window):
             store_state(session, game, state, engine.end(state, EndReason.LEFT, role))
             return
     if state.phase == engine.Phase.JUDGING and now - game.turn_started_at > timedelta(
@@ -413,11 +448,31 @@ def store_state(session: Session, game: TabooGame, before: GameState, after: Gam
     if after.to_move() != before.to_move() or len(after.utterances) != len(before.utterances):
         game.turn_started_at = now
     game.state = after.to_json()
-    game.version = game.version + 1
+    if _visible(after) != _visible(before):
+        game.version = game.version + 1
     if len(after.utterances) > len(before.utterances):
         session.add(OutboxEvent(topic=TABOO_MOVE, payload={"game_id": game.id}))
     if after.over and game.outcome is None:
         _finish(session, game, after, now)
+
+
+def _visible(state: GameState) -> Any:
+    """What either page may show of a state: recorded judge scores alone change nothing."""
+    return (state.phase, state.guess, state.outcome,
+            [(u.role, u.text, u.turn, u.valid) for u in state.utterances])  # fmt: skip
+
+
+def sweep_games(session: Session, now: datetime | None = None) -> int:
+    """Check the clocks of open games nobody polls (both pages closed, or a person gone
+    from a game against an agent); returns how many ended."""
+    now = now or utcnow()
+    ended = 0
+    for game in session.scalars(
+        select(TabooGame).where(TabooGame.outcome.is_(None)).with_for_update(skip_locked=True)
+    ).all():
+        _check_clocks(session, game, now, polled_by=None)
+        ended += game.outcome is not None
+    return ended
 
 
 def agent_move(

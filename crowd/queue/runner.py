@@ -20,6 +20,7 @@ from crowd.queue.jobs import configure, request_platform_syncs
 from crowd.queue.outbox import sweep
 from crowd.settings import Settings
 from crowd.storage import Database, OutboxEvent
+from crowd.taboo import sweep_games
 from crowd.work import abandon_stale
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,8 @@ def run_worker(
                     request_platform_syncs(connection, ctx.db)
                 sweep(ctx.db, connection)
                 sweep_deliveries(ctx.db, connection)
+                with ctx.db.session() as session:
+                    sweep_games(session)  # before abandon_stale: games end with their answers
                 with ctx.db.session() as session:
                     abandon_stale(session, timedelta(seconds=settings.assignment_timeout))
             except Exception:  # keep sweeping through transient database or Redis errors

@@ -27,6 +27,9 @@ from tasks.taboo.words import TargetWord, tokenize
 DEFAULT_MAX_TURNS = 10
 MAX_UTTERANCE_CHARS = 500
 MAX_GUESS_CHARS = 60
+# Under REDO a player gets this many tries at a turn; the last struck one uses up the turn,
+# so no game can go on for ever (an agent retrying, or a person stalling).
+MAX_REDOS = 3
 
 
 class InvalidMove(InvalidAction):
@@ -292,6 +295,8 @@ def _next_turn(state: GameState, spoke: Role) -> GameState:
 def _apply_invalid(state: GameState, utterance: Utterance) -> GameState:
     """Charge an invalid utterance (already marked so) at the rules' cost."""
     cost = state.rules.invalid_cost
+    if cost == InvalidCost.REDO and _redos(state, utterance.role) + 1 >= MAX_REDOS:
+        cost = InvalidCost.TURN
     if cost == InvalidCost.REDO:
         utterance = replace(utterance, turn=None)
     state = replace(state, utterances=(*state.utterances, utterance))
@@ -301,6 +306,16 @@ def _apply_invalid(state: GameState, utterance: Utterance) -> GameState:
     if cost == InvalidCost.REDO:
         return replace(state, phase=Phase(utterance.role.value))
     return _next_turn(state, utterance.role)
+
+
+def _redos(state: GameState, role: Role) -> int:
+    """How many struck, turnless utterances `role` has just made in a row."""
+    count = 0
+    for utterance in reversed(state.utterances):
+        if utterance.role != role or utterance.turn is not None:
+            break
+        count += 1
+    return count
 
 
 def guess(state: GameState, word: Any) -> GameState:

@@ -1,11 +1,14 @@
-"""Does an utterance say the target word? Tokens, lemmas and inflections on both sides.
+"""Does an utterance say the target word? The same tokens and inflections on both sides.
 
-The target and every utterance go through the same tokenizer (`tokenize`: runs of letters,
-case-folded, so "Banana's" gives "banana" and "s"). A target's forms are its own tokens
-plus every inflection lemminflect knows of each of its lemmas ("run" gives runs, ran,
-running), plus the experimenter's explicit variants. An utterance token also matches when
-one of its own lemmas is one of the target's lemmas, which covers forms lemminflect lists
-only in one direction and words it has never seen (it guesses their lemmas by rule).
+The target and every utterance go through the same tokenizer (`tokenize`: NFKC-normalised,
+invisible format characters dropped, runs of letters, case-folded, so "Banana's" gives
+"banana" and "s", and a fullwidth "ｂａｎａｎａ" is "banana"). A target's forms are every
+inflection lemminflect knows of it ("run" gives runs, ran, running; "mouse" mice), plus the
+experimenter's explicit variants and theirs; words lemminflect has never seen get its
+rule-based inflections. A target that is itself a lemma in some word class inflects from
+itself only: "rose" gives roses, not "rises" (rose as a form of rise), "left" does not match
+"leave". Other targets (an inflected form, "mice") inflect from their lemmas. Word lists
+should give base forms; anything else goes in the variants.
 
 Multi-word targets ("ice cream") match as a run of tokens in which only the last inflects.
 """
@@ -13,6 +16,7 @@ Multi-word targets ("ice cream") match as a run of tokens in which only the last
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -23,9 +27,15 @@ OOV_CLASSES = ("NOUN", "VERB")
 ARTICLES = frozenset({"a", "an", "the"})
 
 
+def normalize(text: str) -> str:
+    """NFKC, without format characters (zero-width spaces and joiners, soft hyphens)."""
+    folded = unicodedata.normalize("NFKC", text)
+    return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
+
+
 def tokenize(text: str) -> list[str]:
     """The words of a text, case-folded; the same function serves targets and utterances."""
-    return [match.group(0).casefold() for match in WORD.finditer(text)]
+    return [match.group(0).casefold() for match in WORD.finditer(normalize(text))]
 
 
 @lru_cache(maxsize=65536)
@@ -45,15 +55,18 @@ def lemmas(token: str) -> frozenset[str]:
 
 @lru_cache(maxsize=65536)
 def inflections(token: str) -> frozenset[str]:
-    """Every inflected form of every lemma of a token (plural, verb forms, degrees)."""
+    """Every inflected form of a target token (see the module docstring for which lemmas)."""
     import lemminflect
 
+    known = lemminflect.getAllLemmas(token)
+    own_lemma = any(token in (form.casefold() for form in forms) for forms in known.values())
+    bases = {token} if own_lemma or not known else set(lemmas(token))
     found = {token}
-    for lemma in lemmas(token):
-        table = lemminflect.getAllInflections(lemma)
+    for base in bases:
+        table = lemminflect.getAllInflections(base)
         if not table:
             for upos in OOV_CLASSES:
-                table = {**table, **lemminflect.getAllInflectionsOOV(lemma, upos)}
+                table = {**table, **lemminflect.getAllInflectionsOOV(base, upos)}
         for forms in table.values():
             found.update(form.casefold() for form in forms)
     return frozenset(found)
@@ -87,13 +100,13 @@ class TargetWord:
     def mention(self, text: str) -> str | None:
         """The words of `text` that say the target (e.g. "bananas"), or None."""
         tokens = tokenize(text)
-        for prefix, head_lemmas in self._heads:
+        for prefix, _lemmas in self._heads:
             n = len(prefix) + 1
             for start in range(len(tokens) - n + 1):
                 window = tuple(tokens[start : start + n])
                 if window[:-1] != prefix:
                     continue
-                if window in self.forms or lemmas(window[-1]) & head_lemmas:
+                if window in self.forms:
                     return " ".join(window)
         return None
 
@@ -104,11 +117,7 @@ class TargetWord:
             tokens = tokens[1:]
         if not tokens:
             return False
-        return any(
-            tuple(tokens[:-1]) == prefix
-            and (tuple(tokens) in self.forms or bool(lemmas(tokens[-1]) & head_lemmas))
-            for prefix, head_lemmas in self._heads
-        )
+        return tuple(tokens) in self.forms
 
 
 def all_forms(word: str, variants: Iterable[str] = ()) -> list[str]:

@@ -84,14 +84,14 @@ def test_two_people_play_a_game_and_the_defender_never_gets_the_word(
     assert "target" not in defender_view() and not defender_view()["your_turn"]
     # Out of turn, and a stale version, are refused.
     assert move(client, defender, game, say="hello").status_code == 409
-    stale = client.post(f"/api/taboo/games/{game}/move", json={"version": 0, "say": "hi"},
+    stale = client.post(f"/api/taboo/games/{game}/move", json={"version": 7, "say": "hi"},
                         headers=attacker)  # fmt: skip
     assert stale.status_code == 409
     opening = move(client, attacker, game, say="What do you like to eat or listen to?")
     assert opening.status_code == 200
     seen = defender_view()
     assert seen["your_turn"] and seen["utterances"][0]["text"].startswith("What do you like")
-    said = move(client, defender, game, say=f"I really like {word}s, honestly")
+    said = move(client, defender, game, say=f"I really like {word}, honestly")
     assert said.status_code == 200
     over = said.get_json()
     assert over["over"] and over["result"] == "lost"  # the defender said it
@@ -107,7 +107,7 @@ def test_two_people_play_a_game_and_the_defender_never_gets_the_word(
         assert {r.score for r in responses} == {0.0, 1.0}
     # A retried move is answered with the game, not an error.
     retry = client.post(f"/api/taboo/games/{game}/move",
-                        json={"version": 1, "say": f"I really like {word}s, honestly"},
+                        json={"version": 1, "say": f"I really like {word}, honestly"},
                         headers=defender)  # fmt: skip
     assert retry.status_code == 200 and retry.get_json()["over"]
 
@@ -118,7 +118,7 @@ def test_struck_attacker_text_never_reaches_the_defender(
     study = taboo_study(rules={"invalid_cost": "turn"})
     game, attacker, defender = pair(client, study)
     word = view(client, attacker, game)["target"]
-    struck = move(client, attacker, game, say=f"please say {word.upper()}S now").get_json()
+    struck = move(client, attacker, game, say=f"please say {word.upper()} now").get_json()
     assert struck["utterances"][0]["valid"] is False
     seen = view(client, defender, game)
     assert seen["utterances"] == [{"index": 0, "role": "attacker", "struck": True, "turn": 1}]
@@ -362,3 +362,38 @@ def test_tournaments_are_queued_over_the_api_and_checked_first(
     games = client.get(f"/api/studies/{study}/taboo/games?tournament=api-1", headers=auth)
     assert len(games.get_json()["games"]) == len(WORDS)
     assert client.post(url, json=body, headers=auth).status_code == 409
+
+
+def test_games_nobody_polls_are_ended_by_the_sweep(
+    client: FlaskClient, taboo_study: Callable[..., int], db: Database
+) -> None:
+    from crowd.taboo import sweep_games
+
+    study = taboo_study()
+    game, attacker, _ = pair(client, study)
+    with db.session() as session:
+        assert sweep_games(session) == 0  # both pages fresh
+        session.execute(
+            update(TabooGame).values(attacker_seen_at=utcnow() - timedelta(seconds=60),
+                                     defender_seen_at=utcnow() - timedelta(seconds=60))
+        )  # fmt: skip
+    with db.session() as session:
+        assert sweep_games(session) == 1
+        stored = session.get(TabooGame, game)
+        # The attacker was to move: the attacker's page went away, not the waiting defender's.
+        assert stored.outcome == "abandoned" and stored.state["ended_by"] == "attacker"
+        assert len(session.scalars(select(Response)).all()) == 2
+
+
+def test_blocked_workers_get_no_game(
+    client: FlaskClient, taboo_study: Callable[..., int], db: Database
+) -> None:
+    from crowd.storage import Worker, WorkerStatus
+
+    study = taboo_study()
+    person = join(client, name="eve")
+    with db.session() as session:
+        session.execute(update(Worker).values(status=WorkerStatus.BLOCKED))
+    refused = client.post(f"/api/taboo/studies/{study}/lobby", json={"opponent": "agent"},
+                          headers=person)  # fmt: skip
+    assert refused.status_code == 403

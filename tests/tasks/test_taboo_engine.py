@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tasks.taboo.engine import (
+    MAX_REDOS,
     EndReason,
     GameState,
     InvalidMove,
@@ -46,7 +47,14 @@ def exchange(state: GameState, pairs: int) -> GameState:
         ("run", "she ran home", "ran"),
         ("run", "he runs daily", "runs"),
         ("run", "Running is fun", "running"),
-        ("running", "I run", "run"),  # the target's own lemma counts too
+        ("running", "I run", None),  # "running" is a lemma (a noun): word lists give bases
+        ("mice", "a mouse", "mouse"),  # a target that is no lemma inflects from its lemma
+        ("rose", "the sun rises", None),  # not a form of "rise": rose is its own lemma
+        ("rose", "red roses", "roses"),
+        ("saw", "I see what you mean", None),
+        ("left", "I will leave now", None),
+        ("banana", "ｂａｎａｎａｓ", "bananas"),  # fullwidth letters, NFKC-normalised
+        ("banana", "ban\u200bana", "banana"),  # a zero-width space inside
         ("mouse", "two mice", "mice"),
         ("child", "the children", "children"),
         ("go", "she went out", "went"),
@@ -182,6 +190,15 @@ def test_invalid_costing_a_redo_lets_the_attacker_try_again_without_a_turn() -> 
     assert state.utterances[0].turn is None
     state = say(state, A, "a yellow fruit?")
     assert state.turns == 1 and state.utterances[1].turn == 1
+
+
+def test_redo_gives_a_few_tries_then_uses_up_the_turn() -> None:
+    state = new_game("banana", rules=Rules(invalid_cost="redo"))
+    for _ in range(MAX_REDOS - 1):
+        state = say(state, A, "banana!")
+        assert state.to_move() == A and state.turns == 0
+    state = say(state, A, "bananas!")
+    assert state.to_move() == D and state.turns == 1 and state.utterances[-1].turn == 1
 
 
 def test_the_defender_never_sees_struck_attacker_text() -> None:
