@@ -204,7 +204,9 @@ def run_tournament(
         study = session.get(Study, study_id)
         if study is None:
             raise ValueError(f"no study {study_id}")
-        done = session.scalars(select(TabooGame.id).where(TabooGame.tournament == name)).all()
+        done = session.scalars(
+            select(TabooGame.id).where(TabooGame.study_id == study_id, TabooGame.tournament == name)
+        ).all()
         if done:
             return {"tournament": name, "games": len(done), "already_played": True}
         config = config_of_study(study)
