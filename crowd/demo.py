@@ -321,12 +321,11 @@ def start_taboo_demo(
 def taboo_lines(settings: Settings, study_id: int) -> list[str]:
     """Outcome rates of the taboo demo study, by pairing, with the paper's reference."""
     from crowd import taboo_records
-    from crowd.studies import get_study as load_study
 
     db = Database(settings.database_url)
     try:
         with db.session() as session:
-            data = taboo_records.summary(session, load_study(session, study_id))
+            data = taboo_records.summary(session, get_study(session, study_id))
     finally:
         db.dispose()
     full = data["full"]

@@ -18,7 +18,7 @@ from crowd.queue import MODELS
 from crowd.queue.jobs import context
 from crowd.settings import Settings
 from crowd.storage import Database, Item, ItemKind, JudgeScore, Pairing, Study, TabooGame, utcnow
-from crowd.taboo import config_of, state_of, store_state
+from crowd.taboo import config_of, state_of, store_state, study_config
 from tasks.taboo import engine
 
 log = logging.getLogger(__name__)
@@ -209,7 +209,7 @@ def run_tournament(
         ).all()
         if done:
             return {"tournament": name, "games": len(done), "already_played": True}
-        config = config_of_study(study)
+        config = study_config(study)
         items = session.scalars(
             select(Item).where(Item.study_id == study.id, Item.kind == ItemKind.REAL)
             .order_by(Item.id)
@@ -243,12 +243,6 @@ def run_tournament(
     if judge and config.judge is not None and ids:
         judge_games(ids)
     return {"tournament": name, "games": len(ids), "already_played": False}
-
-
-def config_of_study(study: Study) -> Any:
-    from crowd.taboo import study_config
-
-    return study_config(study)
 
 
 def enqueue_tournament(connection: redis.Redis, **kwargs: Any) -> Any:

@@ -8,13 +8,13 @@ config names its models by these rules before any model is loaded.
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from crowd.exceptions import InvalidConfig
 from models.backbones import MINILM, minilm_path
+from models.checks import is_int, is_number
 
 WHERE = "judge config"
 MAX_BATCH_SIZE = 1024
@@ -22,16 +22,6 @@ MAX_LENGTH = 8192
 # Files up to this size go whole into a model's fingerprint; of larger ones (the weights)
 # the first and last FINGERPRINT_BYTES, which differ after any fine-tuning.
 FINGERPRINT_BYTES = 1 << 20
-
-
-def is_int(value: Any) -> bool:
-    """A whole number that is not a bool."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def is_number(value: Any) -> bool:
-    """A finite int or float that is not a bool."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)

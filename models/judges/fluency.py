@@ -14,75 +14,31 @@ import logging
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from models.judges.config import model_directory, model_id, pick_device
+from models.judges.scorer import LocalModelScorer
 
 log = logging.getLogger(__name__)
 
 
-class FluencyScorer:
+class FluencyScorer(LocalModelScorer):
     """Perplexities of texts under a local causal LM, loaded on first use, in eval mode."""
 
+    auto_class: ClassVar[str] = "AutoModelForCausalLM"
+    role: ClassVar[str] = "fluency_model"
+
     def __init__(
-        self,
-        model: str | Path,
-        *,
-        batch_size: int = 32,
-        max_length: int = 128,
+        self, model: str | Path, *, batch_size: int = 32, max_length: int = 128,
         device: str = "auto",
-    ) -> None:
-        self.name = str(model)
-        self.directory = model_directory(model, "fluency_model")
-        self.batch_size = batch_size
-        self.max_length = max_length
-        self.device = device
-        self._model_id: str | None = None
-        self._model: Any = None
-        self._tokenizer: Any = None
+    ) -> None:  # fmt: skip
+        super().__init__(model, batch_size=batch_size, max_length=max_length, device=device)
         self._start: int | None = None
 
-    @property
-    def model_id(self) -> str:
-        """The model's name and a hash of its files; computed without loading the model."""
-        if self._model_id is None:
-            self._model_id = model_id(self.name, self.directory)
-        return self._model_id
-
-    @property
-    def model(self) -> Any:
-        """The loaded transformers model."""
-        self.load()
-        return self._model
-
-    def load(self) -> None:
-        """Load the tokenizer and the model onto the device (once)."""
-        if self._model is not None:
-            return
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        device = pick_device(self.device)
-        path = str(self.directory)
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        # float32 everywhere: a perplexity is compared with a threshold, so it must not
-        # depend on the device's half-precision rounding.
-        model: Any = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
-        self._model = model.to(device).eval()
-        self._tokenizer = tokenizer
+    def after_load(self, tokenizer: Any, model: Any) -> None:
         self._start = start_token(tokenizer, model.config)
-        self.device = device
         if self._start is None:
-            log.warning("%s has no start token: the first token of each text is not scored", path)
-        log.info("loaded fluency model %s on %s", path, device)
-
-    def _context(self) -> int:
-        """Tokens of one row: max_length, or fewer where the model's context is shorter."""
-        config = self._model.config
-        for name in ("max_position_embeddings", "n_positions"):
-            value = getattr(config, name, None)
-            if isinstance(value, int) and value > 0:
-                return min(self.max_length, value)
-        return self.max_length
+            log.warning("%s has no start token: the first token of each text is not scored",
+                        self.directory)  # fmt: skip
 
     def perplexity(self, texts: Sequence[str]) -> list[float]:
         """exp(mean token negative log-likelihood) of each text, in order, batch by batch."""

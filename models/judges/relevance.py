@@ -7,70 +7,25 @@ then scaled to unit length, so the dot product of two embeddings is their cosine
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from models.backbones import MINILM
-from models.judges.config import model_directory, model_id, pick_device
-
-log = logging.getLogger(__name__)
+from models.judges.scorer import LocalModelScorer
 
 
-class RelevanceScorer:
+class RelevanceScorer(LocalModelScorer):
     """Cosine similarities of (previous utterance, reply) pairs; the encoder loads on use."""
 
+    auto_class: ClassVar[str] = "AutoModel"
+    role: ClassVar[str] = "relevance_model"
+
     def __init__(
-        self,
-        model: str | Path = MINILM,
-        *,
-        batch_size: int = 32,
-        max_length: int = 128,
+        self, model: str | Path = MINILM, *, batch_size: int = 32, max_length: int = 128,
         device: str = "auto",
-    ) -> None:
-        self.name = str(model)
-        self.directory = model_directory(model, "relevance_model")
-        self.batch_size = batch_size
-        self.max_length = max_length
-        self.device = device
-        self._model_id: str | None = None
-        self._model: Any = None
-        self._tokenizer: Any = None
-
-    @property
-    def model_id(self) -> str:
-        """The model's name and a hash of its files; computed without loading the model."""
-        if self._model_id is None:
-            self._model_id = model_id(self.name, self.directory)
-        return self._model_id
-
-    @property
-    def model(self) -> Any:
-        """The loaded transformers encoder."""
-        self.load()
-        return self._model
-
-    def load(self) -> None:
-        """Load the tokenizer and the encoder onto the device (once)."""
-        if self._model is not None:
-            return
-        from transformers import AutoModel, AutoTokenizer
-
-        device = pick_device(self.device)
-        path = str(self.directory)
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model: Any = AutoModel.from_pretrained(path, local_files_only=True)
-        self._model = model.to(device).eval()
-        self._tokenizer = tokenizer
-        self.device = device
-        log.info("loaded relevance model %s on %s", path, device)
-
-    def _context(self) -> int:
-        value = getattr(self._model.config, "max_position_embeddings", None)
-        if isinstance(value, int) and value > 0:
-            return min(self.max_length, value)
-        return self.max_length
+    ) -> None:  # fmt: skip
+        super().__init__(model, batch_size=batch_size, max_length=max_length, device=device)
 
     def embed(self, texts: Sequence[str]) -> Any:
         """Unit-length mean-pooled embeddings, one row per text (a float32 torch tensor)."""

@@ -7,12 +7,12 @@ without slowing down `crowd --help`.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from crowd.exceptions import InvalidConfig
+from models.checks import is_int, is_number
 
 MAX_SAMPLES = 20
 MAX_NEW_TOKENS = 4096
@@ -114,12 +114,3 @@ class LLMEvalConfig:
         """The help text of one field (the CLI's options reuse it)."""
         return str({f.name: f for f in dataclasses.fields(cls)}[name].metadata["help"])
 
-
-def is_int(value: Any) -> bool:
-    """A whole number that is not a bool."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def is_number(value: Any) -> bool:
-    """A finite int or float that is not a bool."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from crowd.exceptions import InvalidConfig
+from models.checks import is_int, is_number
 
 KINDS = ("auto", "causal", "encoder")
 POOLINGS = ("auto", "last", "mean", "cls")
@@ -89,12 +89,6 @@ class RewardConfig:
         def check(ok: bool, message: str) -> None:
             if not ok:
                 raise InvalidConfig(message, "reward model config")
-
-        def is_int(value: Any) -> bool:
-            return isinstance(value, int) and not isinstance(value, bool)
-
-        def is_number(value: Any) -> bool:
-            return (is_int(value) or isinstance(value, float)) and math.isfinite(value)
 
         check(isinstance(self.backbone, str) and bool(self.backbone.strip()),
               "backbone must name a model directory or 'minilm'")  # fmt: skip
