@@ -52,11 +52,10 @@ from crowd.storage import (
 )
 from tasks import get_hit_type
 from tasks.taboo import engine
-from tasks.taboo.config import TabooConfig
+from tasks.taboo.config import OPPONENTS, TabooConfig
 from tasks.taboo.engine import EndReason, GameState, Outcome, Role
 
 TABOO_MOVE = "taboo.move"
-OPPONENTS = ("human", "agent", "either")
 # Agents never need more moves than this in a row (REDO costs can make them try again).
 MAX_AGENT_MOVES = 8
 WAITING_SIDE_FACTOR = 10
