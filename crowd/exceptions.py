@@ -14,7 +14,9 @@ class ConfigurationError(CrowdError):
 
 
 class RegistryError(CrowdError):
-    status = 500
+    """A name no plugin is registered under (a HIT type, a provider): the name is at fault."""
+
+    status = 422
 
 
 class ValidationError(CrowdError):

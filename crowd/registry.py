@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
-from crowd.exceptions import RegistryError
+from crowd.exceptions import ConfigurationError, RegistryError
 
 T = TypeVar("T")
 
@@ -19,7 +19,7 @@ class Registry(Generic[T]):
 
     def register(self, name: str, entry: T) -> T:
         if name in self._entries:
-            raise RegistryError(f"{self.kind} {name!r} is already registered")
+            raise ConfigurationError(f"{self.kind} {name!r} is already registered")
         self._entries[name] = entry
         return entry
 

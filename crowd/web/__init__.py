@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import redis
+import sqlalchemy.exc
 from flask import Flask, Response, jsonify, render_template, request, send_from_directory
 from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import NotFound as NotFoundError
+from werkzeug.routing import IntegerConverter
 
 from crowd.exceptions import CrowdError
+from crowd.web.bodies import MAX_INT, CheckedJSONProvider
 from tasks import HIT_TYPES
+
+log = logging.getLogger(__name__)
 
 TASKS_ROOT = Path(__file__).resolve().parents[2] / "tasks"
 
@@ -19,8 +27,53 @@ def _wants_json() -> bool:
     return request.path.startswith(("/api/", "/v1/")) or request.is_json
 
 
+# A database or queue that is down or busy: the client should retry, nothing was done.
+OUTAGES: tuple[type[Exception], ...] = (
+    sqlalchemy.exc.OperationalError,
+    sqlalchemy.exc.InterfaceError,
+    sqlalchemy.exc.TimeoutError,
+    redis.ConnectionError,
+    redis.TimeoutError,
+)
+RETRY_AFTER_SECONDS = 5
+
+
+class IdConverter(IntegerConverter):
+    """`<int:...>` ids: 0 to 2**63-1 (what the database stores); anything longer is a 404."""
+
+    regex = r"\d{1,19}"
+
+    def __init__(self, map: Any, fixed_digits: int = 0, min: int | None = 0,  # noqa: A002
+                 max: int | None = MAX_INT, signed: bool = False) -> None:  # noqa: A002
+        super().__init__(map, fixed_digits, min, max, signed)
+
+    def to_python(self, value: str) -> Any:
+        number = int(value)
+        if number > MAX_INT:
+            # Not werkzeug's ValidationError: with it, another method's rule on the same path
+            # turns the miss into a 405.
+            raise NotFoundError(f"no id is above {MAX_INT}")
+        return number
+
+
+def _error_json(error: CrowdError) -> dict[str, Any]:
+    kind = getattr(error, "kind", None) or type(error).__name__
+    body: dict[str, Any] = {"error": str(error), "type": kind}
+    where = getattr(error, "where", None)
+    if where:
+        body["field"] = where
+    problems = getattr(error, "problems", None)
+    if problems:
+        body["errors"] = [problem.model_dump() for problem in problems]
+    return body
+
+
 def init_app(app: Flask) -> None:
     from crowd.web import api, dashboard, game, openapi, review, webhooks, work
+
+    app.json = CheckedJSONProvider(app)
+    # Before any blueprint: rules bind their converters when they are added.
+    app.url_map.converters["int"] = IdConverter
 
     # Each HIT type's templates are found as "<type>/<file>" (tasks/<type>/templates/<file>).
     prefixes: dict[str, jinja2.BaseLoader] = {
@@ -55,8 +108,33 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(CrowdError)
     def crowd_error(error: CrowdError) -> Any:
         if _wants_json():
-            return jsonify(error=str(error), type=type(error).__name__), error.status
+            return jsonify(_error_json(error)), error.status
         return render_template("error.html", message=str(error)), error.status
+
+    @app.errorhandler(sqlalchemy.exc.DataError)
+    def data_error(error: sqlalchemy.exc.DataError) -> Any:
+        # Validation should have caught it; the database refusing a value is still the input's.
+        log.warning("the database refused a value: %s", error.orig)
+        message = "a value does not fit what the database stores (too long or out of range)"
+        if _wants_json():
+            return jsonify(error=message, type="ValidationError"), 422
+        return render_template("error.html", message=message), 422
+
+    def outage(error: Exception) -> Any:
+        log.error("outage answered with 503: %s: %s", type(error).__name__, error)
+        what = "queue (Redis)" if isinstance(error, redis.RedisError) else "database"
+        message = f"the {what} is unavailable: nothing was changed, retry in a few seconds"
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+        if request.blueprint == "scale":
+            body: dict[str, Any] = {"status_code": 503, "error": message,
+                                    "type": "ServiceUnavailable"}  # fmt: skip
+            return jsonify(body), 503, headers
+        if _wants_json():
+            return jsonify(error=message, type="ServiceUnavailable"), 503, headers
+        return render_template("error.html", message=message), 503, headers
+
+    for kind in OUTAGES:
+        app.register_error_handler(kind, outage)
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException) -> Any:

@@ -4,30 +4,39 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, request
+from flask import Blueprint
 
 from crowd import studies, webhooks
 from crowd.app import platform
 from crowd.delivery import delivery_json
-from crowd.exceptions import ValidationError
-from crowd.web.common import current_experimenter, json_body
+from crowd.web.common import current_experimenter
+from crowd.web.contract import EXPERIMENTER, operation
+from crowd.web.schemas.webhooks import (
+    Deliveries,
+    DeliveriesQuery,
+    NewWebhook,
+    NewWebhookReply,
+    Webhook,
+    Webhooks,
+)
 
 bp = Blueprint("webhooks", __name__, url_prefix="/api/studies/<int:study_id>/webhooks")
+TAGS = ("webhooks",)
 
 
 @bp.post("")
-def create(study_id: int) -> Any:
+@operation("Subscribe a URL to the study's events", body=NewWebhook,
+           responses={201: NewWebhookReply}, auth=EXPERIMENTER, tags=TAGS)  # fmt: skip
+def create(study_id: int, body: NewWebhook) -> Any:
     """Subscribe a URL to events; the answer carries the signing secret, shown only here."""
-    body = json_body()
     with platform().db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
-        subscription = webhooks.create_subscription(
-            session, study, body.get("url"), body.get("events")
-        )
+        subscription = webhooks.create_subscription(session, study, body.url, list(body.events))
         return webhooks.subscription_json(subscription, with_secret=True), 201
 
 
 @bp.get("")
+@operation("List the study's webhooks", responses={200: Webhooks}, auth=EXPERIMENTER, tags=TAGS)
 def list_all(study_id: int) -> Any:
     with platform().db.read_session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
@@ -36,6 +45,8 @@ def list_all(study_id: int) -> Any:
 
 
 @bp.delete("/<int:webhook_id>")
+@operation("Remove a webhook (its pending deliveries are dropped)", responses={200: Webhook},
+           auth=EXPERIMENTER, tags=TAGS)  # fmt: skip
 def remove(study_id: int, webhook_id: int) -> Any:
     with platform().db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
@@ -44,14 +55,13 @@ def remove(study_id: int, webhook_id: int) -> Any:
 
 
 @bp.get("/<int:webhook_id>/deliveries")
-def deliveries(study_id: int, webhook_id: int) -> Any:
-    limit = request.args.get("limit", default=50, type=int)
-    if not 1 <= limit <= 500:
-        raise ValidationError("must be from 1 to 500", "limit")
+@operation("A webhook's latest deliveries", query=DeliveriesQuery,
+           responses={200: Deliveries}, auth=EXPERIMENTER, tags=TAGS)  # fmt: skip
+def deliveries(study_id: int, webhook_id: int, query: DeliveriesQuery) -> Any:
     with platform().db.read_session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
         subscription = webhooks.get_subscription(session, study, webhook_id)
-        rows = webhooks.recent_deliveries(session, subscription, limit)
+        rows = webhooks.recent_deliveries(session, subscription, query.limit)
         return {
             "webhook": webhooks.subscription_json(subscription),
             "deliveries": [delivery_json(row) for row in rows],

@@ -202,7 +202,10 @@ def test_bad_subscriptions_are_refused(
         ({"url": "ftp://example.org/x", "events": ["item.complete"]}, "url"),
         ({"url": "not a url", "events": ["item.complete"]}, "url"),
         ({"events": ["item.complete"]}, "url"),
-        ({"url": "https://example.org/h", "events": ["item.finished"]}, "unknown event"),
+        ({"url": "https://example.org/h", "events": ["item.finished"]},
+         "events[0]: Input should be 'response.stored'"),
+        ({"url": "https://example.org/h", "events": ["item.complete"], "event": "x"},
+         "event: unknown field: the allowed fields are events, url"),
         ({"url": "https://example.org/h", "events": []}, "events"),
         ({"url": "https://example.org/h", "events": "item.complete"}, "events"),
     ]
@@ -210,7 +213,7 @@ def test_bad_subscriptions_are_refused(
         reply = client.post(path, json=body, headers=auth)
         assert reply.status_code == 422, body
         assert message in reply.get_json()["error"], reply.get_json()
-    assert client.post(path, data="url=x", headers=auth).status_code == 422
+    assert client.post(path, data="url=x", headers=auth).status_code == 415
     assert client.get(path, headers=auth).get_json() == {"webhooks": []}
     assert (
         client.post(
