@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 READ_ONLY = "crowd_read_only"
+CONNECT_TIMEOUT = 5  # seconds
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -50,7 +51,10 @@ class Database:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
         else:
-            kwargs.update(pool_pre_ping=True, pool_size=10, max_overflow=20)
+            # A database that does not answer must not hang requests: they fail fast and
+            # the web layer answers 503 with Retry-After.
+            kwargs.update(pool_pre_ping=True, pool_size=10, max_overflow=20, pool_timeout=10,
+                          connect_args={"connect_timeout": CONNECT_TIMEOUT})  # fmt: skip
         self.engine = create_engine(url, **kwargs)
         if url.startswith("sqlite"):
             _configure_sqlite(self.engine)

@@ -34,6 +34,8 @@ def _no_constant(name: str) -> Any:
 def _where(path: list[str | int]) -> str:
     text = ""
     for part in path:
+        if isinstance(part, str):  # the path itself must be text we can send back
+            part = part.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\0")
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
     return text or "body"
 
