@@ -14,6 +14,12 @@ class ConfigurationError(CrowdError):
 
 
 class RegistryError(CrowdError):
+    """A plugin registered twice: the code is at fault, not the request."""
+
+    status = 500
+
+
+class UnknownName(RegistryError):
     """A name no plugin is registered under (a HIT type, a provider): the name is at fault."""
 
     status = 422

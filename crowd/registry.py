@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
-from crowd.exceptions import ConfigurationError, RegistryError
+from crowd.exceptions import RegistryError, UnknownName
 
 T = TypeVar("T")
 
@@ -19,7 +19,7 @@ class Registry(Generic[T]):
 
     def register(self, name: str, entry: T) -> T:
         if name in self._entries:
-            raise ConfigurationError(f"{self.kind} {name!r} is already registered")
+            raise RegistryError(f"{self.kind} {name!r} is already registered")
         self._entries[name] = entry
         return entry
 
@@ -28,7 +28,7 @@ class Registry(Generic[T]):
             return self._entries[name]
         except KeyError:
             known = ", ".join(sorted(self._entries)) or "none"
-            raise RegistryError(f"unknown {self.kind} {name!r} (known: {known})") from None
+            raise UnknownName(f"unknown {self.kind} {name!r} (known: {known})") from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
