@@ -353,7 +353,7 @@ def test_tournaments_are_queued_over_the_api_and_checked_first(
     body = {"name": "api-1", "attackers": ["retrieval"], "defenders": ["naive"], "judge": False}
     for bad, field in ((dict(body, defenders=["retrieval"]), "defenders"),
                        (dict(body, games_per_pair=0), "games_per_pair"),
-                       (dict(body, name="../x"), "name"), (dict(body, extra=1), "body")):
+                       (dict(body, name="../x"), "name"), (dict(body, extra=1), "extra")):
         refused = client.post(url, json=bad, headers=auth)
         assert refused.status_code == 422 and field in refused.get_json()["error"]
     queued = client.post(url, json=body, headers=auth)
