@@ -162,16 +162,15 @@ class Games(Reply):
     games: list[GameRecord]
 
 
-def _agents_of(role: Role) -> Callable[[list[str]], list[str]]:
-    def check(names: list[str]) -> list[str]:
+def _agent_of(role: Role) -> Callable[[str], str]:
+    def check(name: str) -> str:
         known = agent_names(role)
-        for name in names:
-            if name not in known:
-                raise PydanticCustomError(
-                    "unknown_agent", "{name!r} is not a {role} agent (known: {known})",
-                    {"name": name, "role": str(role), "known": ", ".join(known)},
-                )  # fmt: skip
-        return names
+        if name not in known:
+            raise PydanticCustomError(
+                "unknown_agent", "{name!r} is not a {role} agent (known: {known})",
+                {"name": name, "role": str(role), "known": ", ".join(known)},
+            )  # fmt: skip
+        return name
 
     return check
 
@@ -179,9 +178,21 @@ def _agents_of(role: Role) -> Callable[[list[str]], list[str]]:
 def _listed(role: Role) -> Callable[[dict[str, Any]], None]:
     def add(schema: dict[str, Any]) -> None:
         # Read when /openapi.json is built, so agents registered later are listed too.
-        schema["items"] = {"type": "string", "enum": agent_names(role)}
+        schema["enum"] = agent_names(role)
 
     return add
+
+
+AttackerName = Annotated[
+    str,
+    Field(max_length=100, json_schema_extra=_listed(Role.ATTACKER)),
+    AfterValidator(_agent_of(Role.ATTACKER)),
+]
+DefenderName = Annotated[
+    str,
+    Field(max_length=100, json_schema_extra=_listed(Role.DEFENDER)),
+    AfterValidator(_agent_of(Role.DEFENDER)),
+]
 
 
 class NewTournament(Body):
@@ -194,12 +205,8 @@ class NewTournament(Body):
         pattern=f"^{TOURNAMENT_NAME.pattern}$",
         description="1 to 100 letters, digits, '.', '_' or '-', new in the study",
     )
-    attackers: Annotated[list[str], AfterValidator(_agents_of(Role.ATTACKER))] = Field(
-        min_length=1, max_length=MAX_AGENTS, json_schema_extra=_listed(Role.ATTACKER)
-    )
-    defenders: Annotated[list[str], AfterValidator(_agents_of(Role.DEFENDER))] = Field(
-        min_length=1, max_length=MAX_AGENTS, json_schema_extra=_listed(Role.DEFENDER)
-    )
+    attackers: list[AttackerName] = Field(min_length=1, max_length=MAX_AGENTS)
+    defenders: list[DefenderName] = Field(min_length=1, max_length=MAX_AGENTS)
     games_per_pair: int = Field(default=1, ge=1, le=MAX_GAMES_PER_PAIR,
                                 description="games per word and pairing")  # fmt: skip
     seed: int = Field(default=0, ge=-MAX_INT - 1, le=MAX_INT)
