@@ -210,7 +210,8 @@ def read_json() -> Any:
 
 def read_body(model: type[BaseModel], required: bool = True) -> BaseModel:
     value = read_json()
-    if value is None:
+    # Only an empty body stands for "no fields": a JSON null is a body, and not an object.
+    if value is None and not request.get_data(cache=True).strip():
         if required:
             raise ValidationError("send a JSON object with Content-Type: application/json")
         value = {}

@@ -5,43 +5,75 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response
 from sqlalchemy import select
 
 from crowd import platforms, taboo
 from crowd.app import platform
-from crowd.exceptions import AlreadyExists, ValidationError
+from crowd.exceptions import AlreadyExists, NoWorkLeft, ValidationError
 from crowd.storage import Assignment, PlatformSession, TabooGame, Worker
 from crowd.studies import get_study
-from crowd.web.common import current_experimenter, current_worker, current_worker_id, json_body
+from crowd.web.common import current_experimenter, current_worker, current_worker_id
+from crowd.web.contract import EXPERIMENTER, WORKER, Media, operation
+from crowd.web.schemas.taboo import (
+    Games,
+    GamesQuery,
+    GameView,
+    LobbyBody,
+    MoveBody,
+    NewTournament,
+    Seat,
+    SeatReply,
+    TabooSummary,
+    TournamentQueued,
+    TranscriptsQuery,
+)
 
 bp = Blueprint("taboo", __name__)
+PLAY = ("taboo games",)
+RECORDS = ("taboo records",)
+TRANSCRIPTS = Media(
+    types=("application/x-ndjson", "text/csv"),
+    description="jsonl: a game a line (word, players, outcome, every utterance with its "
+    "judge scores); csv: an utterance a row, the game's columns repeated",
+)
 
 
 @bp.post("/api/taboo/studies/<int:study_id>/lobby")
-def lobby(study_id: int) -> Any:
-    """Ask for a game: {"opponent": "human" | "agent" | "either"}."""
+@operation("Ask for a game in the study's waiting room", body=LobbyBody, body_required=False,
+           responses={200: SeatReply}, auth=WORKER, errors=(409,), tags=PLAY)  # fmt: skip
+def lobby(study_id: int, body: LobbyBody) -> Any:
     worker_id, session_id = current_worker()
-    body = json_body()
-    with platform().db.session() as session:
-        worker = session.get(Worker, worker_id)
-        if worker is None:
-            raise ValidationError("unknown worker: join again")
-        on_platform = platforms.load_session(session, session_id, worker_id) if session_id else None
-        seat = taboo.join_lobby(
-            session, study_id, worker, body.get("opponent", "either"), on_platform
-        )
-        return taboo.seat_view(seat)
+    try:
+        with platform().db.session() as session:
+            worker = session.get(Worker, worker_id)
+            if worker is None:
+                raise ValidationError("unknown worker: join again")
+            on_platform = (
+                platforms.load_session(session, session_id, worker_id) if session_id else None
+            )
+            seat = taboo.join_lobby(session, study_id, worker, body.opponent, on_platform)
+            return taboo.seat_view(seat)
+    except NoWorkLeft as done:
+        # Outside the session: the seat it was about to take is rolled back. The page shows
+        # `done` as it does for the other HIT types.
+        return {"done": True, "message": str(done)}
 
 
 @bp.get("/api/taboo/seats/<int:seat_id>")
+@operation("Poll a seat (the player's heartbeat): paired once a partner or the timeout comes",
+           responses={200: SeatReply}, auth=WORKER, tags=PLAY)  # fmt: skip
 def seat(seat_id: int) -> Any:
     worker_id = current_worker_id()
-    with platform().db.session() as session:
-        return taboo.seat_view(taboo.seat_status(session, seat_id, worker_id))
+    try:
+        with platform().db.session() as session:
+            return taboo.seat_view(taboo.seat_status(session, seat_id, worker_id))
+    except NoWorkLeft as done:
+        return {"done": True, "message": str(done)}
 
 
 @bp.post("/api/taboo/seats/<int:seat_id>/leave")
+@operation("Leave the waiting room", responses={200: Seat}, auth=WORKER, tags=PLAY)
 def leave_seat(seat_id: int) -> Any:
     worker_id = current_worker_id()
     with platform().db.session() as session:
@@ -64,6 +96,8 @@ def _game_view(session: Any, game: TabooGame, worker_id: int) -> dict[str, Any]:
 
 
 @bp.get("/api/taboo/games/<int:game_id>")
+@operation("Poll a game (the player's heartbeat)", responses={200: GameView}, auth=WORKER,
+           tags=PLAY)  # fmt: skip
 def game(game_id: int) -> Any:
     worker_id = current_worker_id()
     with platform().db.session() as session:
@@ -71,17 +105,19 @@ def game(game_id: int) -> Any:
 
 
 @bp.post("/api/taboo/games/<int:game_id>/move")
-def move(game_id: int) -> Any:
-    """{"say": text, "version": n} or {"guess": word, "version": n}."""
+@operation("Say something or guess the word", body=MoveBody, responses={200: GameView},
+           auth=WORKER, errors=(409,), tags=PLAY)  # fmt: skip
+def move(game_id: int, body: MoveBody) -> Any:
     worker_id = current_worker_id()
-    body = json_body()
     with platform().db.session() as session:
-        played = taboo.move(session, game_id, worker_id, body)
+        played = taboo.move(session, game_id, worker_id, body.model_dump(exclude_none=True))
         session.flush()
         return _game_view(session, played, worker_id)
 
 
 @bp.post("/api/taboo/games/<int:game_id>/leave")
+@operation("Leave the game: it ends, abandoned by this player", responses={200: GameView},
+           auth=WORKER, tags=PLAY)  # fmt: skip
 def leave(game_id: int) -> Any:
     worker_id = current_worker_id()
     with platform().db.session() as session:
@@ -94,30 +130,23 @@ def leave(game_id: int) -> Any:
 
 
 @bp.get("/api/studies/<int:study_id>/taboo/games")
-def games(study_id: int) -> Any:
-    """Every game of the study with full transcripts and judge scores (?tournament=name)."""
+@operation("Every game of the study with full transcripts and judge scores", query=GamesQuery,
+           responses={200: Games}, auth=EXPERIMENTER, tags=RECORDS)  # fmt: skip
+def games(study_id: int, query: GamesQuery) -> Any:
     from crowd import taboo_records
 
     with platform().db.session() as session:
         study = get_study(session, study_id, current_experimenter(session))
-        records = taboo_records.records(session, study, request.args.get("tournament"))
-        return {"games": records}
+        return {"games": taboo_records.records(session, study, query.tournament)}
 
 
 @bp.post("/api/studies/<int:study_id>/taboo/tournaments")
-def tournament(study_id: int) -> Any:
-    """Queue an agent-vs-agent tournament over the study's words on the models queue:
-    {name, attackers: [...], defenders: [...], games_per_pair?: 1, seed?: 0, judge?: true}."""
+@operation("Queue an agent-vs-agent tournament over the study's words", body=NewTournament,
+           responses={202: TournamentQueued}, auth=EXPERIMENTER, errors=(409,),
+           tags=RECORDS)  # fmt: skip
+def tournament(study_id: int, body: NewTournament) -> Any:
     from crowd.taboo_jobs import enqueue_tournament
 
-    body = json_body()
-    unknown = sorted(set(body) - {"name", "attackers", "defenders", "games_per_pair", "seed",
-                                  "judge"})  # fmt: skip
-    if unknown:
-        raise ValidationError(f"unknown keys {unknown}", "body")
-    judge = body.get("judge", True)
-    if not isinstance(judge, bool):
-        raise ValidationError("true or false", "judge")
     connection = platform().redis
     if connection is None:
         raise ValidationError("tournaments run on the queue: set CROWD_REDIS_URL and run "
@@ -128,21 +157,22 @@ def tournament(study_id: int) -> Any:
             raise ValidationError(f"study {study_id} is not a taboo study")
         played = session.scalar(
             select(TabooGame.id).where(TabooGame.study_id == study_id,
-                                       TabooGame.tournament == body.get("name"))
+                                       TabooGame.tournament == body.name)
         )  # fmt: skip
         if played is not None:
-            raise AlreadyExists(f"tournament {body.get('name')!r} was played: pick a new name")
+            raise AlreadyExists(f"tournament {body.name!r} was played: pick a new name")
     job = enqueue_tournament(
-        connection, study_id=study_id, name=body.get("name"), attackers=body.get("attackers"),
-        defenders=body.get("defenders"), games_per_pair=body.get("games_per_pair", 1),
-        seed=body.get("seed", 0), judge=judge,
+        connection, study_id=study_id, name=body.name, attackers=body.attackers,
+        defenders=body.defenders, games_per_pair=body.games_per_pair, seed=body.seed,
+        judge=body.judge,
     )  # fmt: skip
-    return {"tournament": body.get("name"), "job_id": job.id, "status": "queued"}, 202
+    return {"tournament": body.name, "job_id": job.id, "status": "queued"}, 202
 
 
 @bp.get("/api/studies/<int:study_id>/taboo/summary")
+@operation("Rates, per word and per pairing, concreteness correlation, and the leaderboard",
+           responses={200: TabooSummary}, auth=EXPERIMENTER, tags=RECORDS)  # fmt: skip
 def summary(study_id: int) -> Any:
-    """Rates, per word and per pairing, concreteness correlation, and the leaderboard."""
     from crowd import taboo_records
 
     with platform().db.session() as session:
@@ -151,20 +181,18 @@ def summary(study_id: int) -> Any:
 
 
 @bp.get("/api/studies/<int:study_id>/taboo/transcripts")
-def transcripts(study_id: int) -> Any:
-    """?format=jsonl (a game a line, the default) or csv (an utterance a row)."""
+@operation("The study's transcripts", query=TranscriptsQuery, responses={200: TRANSCRIPTS},
+           auth=EXPERIMENTER, tags=RECORDS)  # fmt: skip
+def transcripts(study_id: int, query: TranscriptsQuery) -> Any:
     import io
 
     from crowd import taboo_records
     from tasks.taboo import export
 
-    fmt = request.args.get("format", "jsonl")
-    if fmt not in export.FORMATS:
-        raise ValidationError(f"transcripts export as {', '.join(export.FORMATS)}", "format")
     with platform().db.session() as session:
         study = get_study(session, study_id, current_experimenter(session))
-        records = taboo_records.records(session, study, request.args.get("tournament"))
+        records = taboo_records.records(session, study, query.tournament)
     handle = io.StringIO()
-    export.write(records, fmt, handle)
-    mimetype = "application/x-ndjson" if fmt == "jsonl" else "text/csv"
+    export.write(records, query.format, handle)
+    mimetype = "application/x-ndjson" if query.format == "jsonl" else "text/csv"
     return Response(handle.getvalue(), mimetype=mimetype)

@@ -12,64 +12,53 @@ from crowd.app import platform
 from crowd.exceptions import NoWorkLeft, PermissionDenied, StudyNotOpen, ValidationError
 from crowd.providers import PROVIDERS
 from crowd.studies import get_study
-from crowd.web.common import (
-    WORKER_COOKIE,
-    current_experimenter,
-    current_worker,
-    current_worker_id,
-    json_body,
+from crowd.web.common import WORKER_COOKIE, current_experimenter, current_worker, current_worker_id
+from crowd.web.contract import ANYONE, EXPERIMENTER, WORKER, operation
+from crowd.web.schemas.work import (
+    AssignmentView,
+    ExplanationBody,
+    JoinBody,
+    Joined,
+    NextBody,
+    NextReply,
+    StepBody,
+    WorkerReply,
 )
 
 bp = Blueprint("work", __name__, url_prefix="/api/work")
-
-MAX_NAME = 40
-
-
-def _clean_name(name: Any) -> str | None:
-    if name is None or name == "":
-        return None
-    if not isinstance(name, str) or not name.strip() or len(name.strip()) > MAX_NAME:
-        raise ValidationError(f"a player name is 1 to {MAX_NAME} characters", "name")
-    cleaned = name.strip()
-    if not all(ch.isalnum() or ch in " _-." for ch in cleaned):
-        raise ValidationError("use letters, digits, spaces, '_', '-' or '.' in names", "name")
-    return cleaned
+TAGS = ("work",)
+COOKIE_SECONDS = 30 * 24 * 3600
 
 
 @bp.post("/join")
-def join() -> Any:
-    """Become a worker. Open-web players join freely; others need an experimenter's key."""
-    body = json_body()
-    provider_name = body.get("provider", "local")
-    if not isinstance(provider_name, str):
-        raise ValidationError("must be a provider name", "provider")
-    provider = PROVIDERS.get(provider_name)
-    name = _clean_name(body.get("name"))
+@operation("Become a worker", body=JoinBody, body_required=False, responses={201: Joined},
+           auth=(ANYONE, EXPERIMENTER), tags=TAGS,
+           description="Open-web players (provider local) join freely; workers of the other "
+           "providers are registered by an experimenter's key with their platform id.")  # fmt: skip
+def join(body: JoinBody) -> Any:
+    provider = PROVIDERS.get(body.provider)
     with platform().db.session() as session:
         if provider.open_signup:
             external_id = secrets.token_hex(12)
         else:
             current_experimenter(session)
-            given = body.get("external_id")
-            if not isinstance(given, str) or not given:
+            if body.external_id is None:
                 raise ValidationError("needed to join a non-public provider", "external_id")
-            external_id = given
+            external_id = body.external_id
         worker = work.get_or_create_worker(
-            session, provider.name, external_id, name or f"player-{external_id[:6]}"
+            session, provider.name, external_id, body.name or f"player-{external_id[:6]}"
         )
         token = platform().signer.sign(worker.id)
-        payload = {
-            "worker_id": worker.id,
-            "name": worker.display_name,
-            "provider": worker.provider,
-            "worker_token": token,
-        }
-    response = make_response(jsonify(payload), 201)
-    response.set_cookie(WORKER_COOKIE, token, httponly=True, samesite="Lax", max_age=30 * 24 * 3600)
+        joined = Joined(worker_id=worker.id, name=worker.display_name, provider=worker.provider,
+                        worker_token=token)  # fmt: skip
+    # The cookie lets the open-web pages work without handling the token themselves.
+    response = make_response(jsonify(joined.model_dump(mode="json")), 201)
+    response.set_cookie(WORKER_COOKIE, token, httponly=True, samesite="Lax", max_age=COOKIE_SECONDS)
     return response
 
 
 @bp.get("/me")
+@operation("The worker the token names", responses={200: WorkerReply}, auth=WORKER, tags=TAGS)
 def me() -> Any:
     from crowd.storage import Worker
 
@@ -82,18 +71,17 @@ def me() -> Any:
 
 
 @bp.post("/studies/<int:study_id>/next")
-def next_item(study_id: int) -> Any:
+@operation("The worker's open assignment in the study, or a new one", body=NextBody,
+           body_required=False, responses={200: NextReply}, auth=WORKER, errors=(409,),
+           tags=TAGS)  # fmt: skip
+def next_item(study_id: int, body: NextBody) -> Any:
     worker_id, session_id = current_worker()
-    body = json_body()
-    category = body.get("category")
-    if category is not None and not isinstance(category, str):
-        raise ValidationError("must be a category name", "category")
     with platform().db.session() as session:
         study = get_study(session, study_id)
         on_platform = platforms.load_session(session, session_id, worker_id) if session_id else None
         try:
             assignment = work.next_assignment(
-                session, study, worker_id, category or None, on_platform
+                session, study, worker_id, body.category or None, on_platform
             )
         except (NoWorkLeft, PermissionDenied, StudyNotOpen) as done:
             if on_platform is None and not isinstance(done, NoWorkLeft):
@@ -114,6 +102,8 @@ def next_item(study_id: int) -> Any:
 
 
 @bp.get("/assignments/<int:assignment_id>")
+@operation("One of the worker's assignments", responses={200: AssignmentView}, auth=WORKER,
+           tags=TAGS)  # fmt: skip
 def show(assignment_id: int) -> Any:
     worker_id = current_worker_id()
     with platform().db.session() as session:
@@ -122,26 +112,30 @@ def show(assignment_id: int) -> Any:
 
 
 @bp.post("/assignments/<int:assignment_id>/step")
-def step(assignment_id: int) -> Any:
+@operation("Take one step of the task (the last one stores the answer)", body=StepBody,
+           responses={200: AssignmentView}, auth=WORKER, errors=(409,), tags=TAGS)  # fmt: skip
+def step(assignment_id: int, body: StepBody) -> Any:
     worker_id = current_worker_id()
-    body = json_body()
     with platform().db.session() as session:
-        assignment = work.act(session, assignment_id, worker_id, body)
+        assignment = work.act(session, assignment_id, worker_id, body.action())
         session.flush()
         return work.assignment_view(session, assignment)
 
 
 @bp.post("/assignments/<int:assignment_id>/explanation")
-def explanation(assignment_id: int) -> Any:
+@operation("Explain the stored answer (when the task asks for it)", body=ExplanationBody,
+           responses={200: AssignmentView}, auth=WORKER, errors=(409,), tags=TAGS)  # fmt: skip
+def explanation(assignment_id: int, body: ExplanationBody) -> Any:
     worker_id = current_worker_id()
-    body = json_body()
     with platform().db.session() as session:
-        assignment = work.explain(session, assignment_id, worker_id, body)
+        assignment = work.explain(session, assignment_id, worker_id, body.action())
         session.flush()
         return work.assignment_view(session, assignment)
 
 
 @bp.post("/assignments/<int:assignment_id>/return")
+@operation("Give an open assignment back (its item goes to others)",
+           responses={200: AssignmentView}, auth=WORKER, errors=(409,), tags=TAGS)  # fmt: skip
 def give_back(assignment_id: int) -> Any:
     worker_id = current_worker_id()
     with platform().db.session() as session:

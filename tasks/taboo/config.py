@@ -21,12 +21,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from crowd.exceptions import InvalidConfig
 from tasks.taboo.engine import Rules
 
-OPPONENTS = ("human", "agent", "either")
+# Who a player may ask to play; the web API declares its bodies with the same Literal.
+Opponent = Literal["human", "agent", "either"]
+OPPONENTS: tuple[str, ...] = get_args(Opponent)
 HUMAN_ROLES = ("attacker", "defender", "random")
 MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 DEFAULT_JUDGE: dict[str, Any] = {"relevance_model": "minilm"}

@@ -17,13 +17,14 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO, get_args
 
 from crowd.exceptions import InvalidConfig
 from tasks.taboo.analysis import turns
 from tasks.taboo.engine import DEFAULT_MAX_TURNS, EndReason
 
-FORMATS: tuple[str, ...] = ("jsonl", "csv")
+ExportFormat = Literal["jsonl", "csv"]
+FORMATS: tuple[str, ...] = get_args(ExportFormat)
 JUDGE_CHECKS: tuple[str, ...] = ("fluency", "relevance")
 JUDGE_FIELDS: tuple[str, ...] = ("score", "threshold", "model", "passed")
 PLAYER_FIELDS: tuple[str, ...] = ("kind", "id", "name")

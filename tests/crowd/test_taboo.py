@@ -353,7 +353,7 @@ def test_tournaments_are_queued_over_the_api_and_checked_first(
     body = {"name": "api-1", "attackers": ["retrieval"], "defenders": ["naive"], "judge": False}
     for bad, field in ((dict(body, defenders=["retrieval"]), "defenders"),
                        (dict(body, games_per_pair=0), "games_per_pair"),
-                       (dict(body, name="../x"), "name"), (dict(body, extra=1), "body")):
+                       (dict(body, name="../x"), "name"), (dict(body, extra=1), "extra")):
         refused = client.post(url, json=bad, headers=auth)
         assert refused.status_code == 422 and field in refused.get_json()["error"]
     queued = client.post(url, json=body, headers=auth)
@@ -397,3 +397,62 @@ def test_blocked_workers_get_no_game(
     refused = client.post(f"/api/taboo/studies/{study}/lobby", json={"opponent": "agent"},
                           headers=person)  # fmt: skip
     assert refused.status_code == 403
+
+
+def test_bodies_are_checked_field_by_field(
+    client: FlaskClient, taboo_study: Callable[..., int], auth: dict[str, str]
+) -> None:
+    study = taboo_study(opponent="agent", human_role="defender")
+    person = join(client, name="fay")
+    refused = client.post(f"/api/taboo/studies/{study}/lobby", json={"opponent": "robot"},
+                          headers=person)  # fmt: skip
+    assert refused.status_code == 422 and refused.get_json()["field"] == "opponent"
+    game = lobby(client, person, study, "agent")["game_id"]
+    version = view(client, person, game)["version"]
+    url = f"/api/taboo/games/{game}/move"
+    for body, field in (({"say": "hi"}, "version"), ({"version": -1, "say": "hi"}, "version"),
+                        ({"version": version, "say": "x" * 501}, "say"),
+                        ({"version": version, "guess": "x" * 61}, "guess"),
+                        ({"version": version, "shout": "hi"}, "shout")):
+        reply = client.post(url, json=body, headers=person)
+        assert reply.status_code == 422 and reply.get_json()["field"] == field, reply.get_json()
+    both = client.post(url, json={"version": version, "say": "hi", "guess": "x"}, headers=person)
+    assert both.status_code == 409  # the game's own rule: one move at a time
+    tournaments = f"/api/studies/{study}/taboo/tournaments"
+    body = {"name": "t1", "attackers": ["retrieval", "oracle"], "defenders": ["naive"]}
+    unknown = client.post(tournaments, json=body, headers=auth)
+    assert unknown.status_code == 422 and unknown.get_json()["field"] == "attackers[1]"
+    assert "retrieval" in unknown.get_json()["error"]
+    listed = client.post(tournaments, json=dict(body, attackers=[]), headers=auth)
+    assert listed.status_code == 422 and listed.get_json()["field"] == "attackers"
+    games = client.get(f"/api/studies/{study}/taboo/games?tournament={'x' * 101}", headers=auth)
+    assert games.status_code == 422 and games.get_json()["field"] == "tournament"
+
+
+def test_a_player_with_no_word_left_is_told_they_are_done(
+    client: FlaskClient, taboo_study: Callable[..., int]
+) -> None:
+    study = taboo_study(opponent="agent", human_role="defender")
+    person = join(client, name="gil")
+    for _ in WORDS:
+        game = lobby(client, person, study, "agent")["game_id"]
+        left = client.post(f"/api/taboo/games/{game}/leave", headers=person).get_json()
+        assert left["over"] and left["result"] == "left" and left["target"]
+    done = lobby(client, person, study, "agent")
+    assert done["done"] is True and "every word" in done["message"]
+    assert set(done) == {"done", "message"}
+
+
+def test_openapi_describes_the_taboo_api(client: FlaskClient) -> None:
+    spec = client.get("/openapi.json").get_json()
+    schemas = spec["components"]["schemas"]
+    assert schemas["LobbyBody"]["properties"]["opponent"]["enum"] == ["human", "agent", "either"]
+    tournament = schemas["NewTournament"]["properties"]
+    assert tournament["attackers"]["items"]["enum"] == ["retrieval"]
+    assert "naive" in tournament["defenders"]["items"]["enum"]
+    transcripts = spec["paths"]["/api/studies/{study_id}/taboo/transcripts"]["get"]
+    assert set(transcripts["responses"]["200"]["content"]) == {"application/x-ndjson", "text/csv"}
+    assert [p["name"] for p in transcripts["parameters"]] == ["study_id", "format", "tournament"]
+    # The defender's view has no target until the game is over: optional, never null.
+    game = schemas["GameView"]
+    assert "target" not in game["required"] and game["properties"]["target"]["type"] == "string"

@@ -337,3 +337,102 @@ def test_stale_assignments_are_abandoned_and_their_items_freed(
     late = client.post(f"{path}/step", json={"step": 0, "choice": "human"}, headers=idle)
     assert late.status_code == 409
     assert start(client, other, study_id)["task"]["step"] == 0
+
+
+def refusal(reply: Any) -> tuple[str, str]:
+    """The field a 422 names and its first problem's message."""
+    assert reply.status_code == 422, (reply.status_code, reply.get_json())
+    body = reply.get_json()
+    return body["field"], body["errors"][0]["message"] if body.get("errors") else body["error"]
+
+
+def test_join_names_what_is_wrong(client: FlaskClient) -> None:
+    field, message = refusal(client.post("/api/work/join", json={"provider": "upwork"}))
+    assert field == "provider" and "local" in message and "prolific" in message
+    field, message = refusal(client.post("/api/work/join", json={"nmae": "Ada"}))
+    assert field == "nmae" and "external_id, name, provider" in message
+    assert refusal(client.post("/api/work/join", json={"name": "x" * 41}))[0] == "name"
+    assert refusal(client.post("/api/work/join", json={"name": "<b>Ada</b>"}))[0] == "name"
+    assert refusal(client.post("/api/work/join", json={"name": "   "}))[0] == "name"
+    assert refusal(client.post("/api/work/join", json={"name": 7}))[0] == "name"
+    not_object = client.post("/api/work/join", json=None, data="null",
+                             content_type="application/json")  # fmt: skip
+    assert refusal(not_object)[0] == "body"
+    # A form post is not JSON: refused before anything is read, as cross-site posts are.
+    assert client.post("/api/work/join", data={"name": "Ada"}).status_code == 415
+    ada = client.post("/api/work/join", json={"name": "  Ada L.  "})
+    assert ada.status_code == 201 and ada.get_json()["name"] == "Ada L."
+    assert "crowd_worker=" in ada.headers["Set-Cookie"]
+    me = client.get("/api/work/me", headers={"X-Crowd-Worker": ada.get_json()["worker_token"]})
+    assert me.get_json() == {"worker_id": ada.get_json()["worker_id"], "name": "Ada L.",
+                             "provider": "local"}  # fmt: skip
+
+
+def test_steps_and_explanations_are_objects_with_bounded_fields(
+    client: FlaskClient, auth: dict[str, str], make_study: Any
+) -> None:
+    study_id = make_study([passage("a", 2, n=3)], {"annotations_per_item": 1})
+    who = join(client, auth)
+    view = start(client, who, study_id)
+    path = f"/api/work/assignments/{view['assignment_id']}"
+
+    def sent(action: str, body: Any) -> Any:
+        return client.post(f"{path}/{action}", json=body, headers=who)
+
+    assert refusal(sent("step", [0, "human"]))[0] == "body"
+    assert refusal(sent("step", {"choice": "human"})) == ("step", "is required")
+    assert refusal(sent("step", {"step": "0", "choice": "human"}))[0] == "step"
+    assert refusal(sent("step", {"step": True, "choice": "human"}))[0] == "step"
+    assert refusal(sent("step", {"step": 1001, "choice": "human"}))[0] == "step"
+    assert refusal(sent("step", {"step": 0, "sim_seconds": -1}))[0] == "sim_seconds"
+    assert refusal(sent("step", {"step": 0, "choice": {"a": 1}}))[0] == "choice"
+    assert refusal(sent("step", {"step": 0, "choice": "h" * 10_001}))[0] == "choice"
+    assert refusal(sent("step", {"step": 0, "choice": ["human"] * 101}))[0] == "choice"
+    many = {"step": 0, **{f"f{n}": n for n in range(20)}}
+    assert refusal(sent("step", many))[0] == "body"
+    # The HIT type still judges its own fields (409, as before).
+    assert sent("step", {"step": 0, "choice": "maybe"}).status_code == 409
+    view = sent("step", {"step": 0, "choice": "human"}).get_json()
+    assert set(view) == {"assignment_id", "study_id", "state", "task"}  # no null placeholders
+    view = sent("step", {"step": 1, "choice": "machine"}).get_json()
+    assert view["needs_followup"] is True and "feedback" not in view
+
+    field, message = refusal(sent("explanation", {"reasons": ["grammar"], "typing": {"keyz": 1}}))
+    assert field == "typing.keyz" and "keys, pasted_chars, pastes, typing_ms" in message
+    typed = {"reasons": ["grammar"], "typing": {"keys": 100_001}}
+    assert refusal(sent("explanation", typed))[0] == "typing.keys"
+    listed = {"reasons": ["grammar", "g" * 10_001]}
+    assert refusal(sent("explanation", listed))[0] == "reasons"
+    assert sent("explanation", {"reasons": ["vibes"]}).status_code == 409
+    done = sent("explanation", {"reasons": ["grammar"], "typing": {"keys": 3, "typing_ms": 900}})
+    assert done.status_code == 200 and done.get_json()["feedback"]["boundary"] == 2
+
+
+def test_next_takes_a_category_name(
+    client: FlaskClient, auth: dict[str, str], make_study: Any
+) -> None:
+    study_id = make_study([passage("a", 2, category="news")], {"annotations_per_item": 1})
+    who = join(client, auth)
+    next_url = f"/api/work/studies/{study_id}/next"
+    assert refusal(client.post(next_url, json={"category": 3}, headers=who))[0] == "category"
+    assert refusal(client.post(next_url, json={"topic": "news"}, headers=who))[0] == "topic"
+    empty = client.post(next_url, json={"category": "sports"}, headers=who).get_json()
+    assert empty == {"done": True, "message": empty["message"]}  # no completion key off-platform
+    assert "task" in client.post(next_url, headers=who).get_json()  # no body: any category
+
+
+def test_openapi_describes_the_worker_api(client: FlaskClient) -> None:
+    spec = client.get("/openapi.json").get_json()
+    join_op = spec["paths"]["/api/work/join"]["post"]
+    assert set(join_op["responses"]) >= {"201", "401", "415", "422"}
+    schemas = spec["components"]["schemas"]
+    assert schemas["JoinBody"]["properties"]["provider"]["enum"] == [
+        "local", "mturk", "prolific", "sim",
+    ]  # fmt: skip
+    step_op = spec["paths"]["/api/work/assignments/{assignment_id}/step"]["post"]
+    assert "409" in step_op["responses"] and step_op["security"] == [{"workerToken": []}]
+    assert schemas["StepBody"]["required"] == ["step"]
+    assert schemas["StepBody"]["maxProperties"] == 20
+    view = schemas["AssignmentView"]
+    assert view["required"] == ["assignment_id", "study_id", "state"]
+    assert view["additionalProperties"] is False

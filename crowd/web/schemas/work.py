@@ -1,0 +1,256 @@
+"""The worker's API: joining, the assignment views, steps, explanations and hand-over codes.
+
+A step's and an explanation's own fields belong to the study's HIT type (a boundary guess
+is a `choice`, a Likert answer a `rating`), which checks them as it always has; these models
+declare what every type shares and bound the rest: JSON scalars of bounded size, or short
+lists of them, and a bounded number of fields.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    MISSING,
+    AfterValidator,
+    ConfigDict,
+    Field,
+    RootModel,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from crowd.providers import PROVIDERS
+from crowd.quality import TYPING_FIELDS
+from crowd.storage import AssignmentState
+from crowd.web.contract import Body, Reply
+
+MAX_NAME = 40
+MAX_STEP = 1000
+MAX_SIM_SECONDS = 86_400
+# What a HIT type's own fields may hold: enough for any page's free text (boundary's
+# explanation box takes 2,000 characters), never an unbounded body.
+MAX_TASK_TEXT = 10_000
+MAX_TASK_LIST = 100
+MAX_TASK_FIELDS = 20
+NAME_CHARS = "letters, digits, spaces, '_', '-' or '.'"
+
+
+def _known_provider(name: str) -> str:
+    if name not in PROVIDERS:
+        raise PydanticCustomError(
+            "unknown_provider", "unknown provider {name!r}: the providers are {known}",
+            {"name": name, "known": ", ".join(PROVIDERS)},
+        )  # fmt: skip
+    return name
+
+
+def _provider_names(schema: dict[str, Any]) -> None:
+    # Read when /openapi.json is built, so a provider registered later is listed too.
+    schema["enum"] = list(PROVIDERS)
+
+
+ProviderName = Annotated[
+    str,
+    Field(max_length=50, json_schema_extra=_provider_names),
+    AfterValidator(_known_provider),
+]
+
+
+def _player_name(name: str | None) -> str | None:
+    """None for no name; else the name without surrounding spaces, in the allowed letters."""
+    if name is None or name == "":
+        return None
+    cleaned = name.strip()
+    if not cleaned:
+        raise PydanticCustomError("name", "a player name is 1 to {n} characters", {"n": MAX_NAME})
+    if not all(ch.isalnum() or ch in " _-." for ch in cleaned):
+        raise PydanticCustomError("name", "use {chars} in names", {"chars": NAME_CHARS})
+    return cleaned
+
+
+class JoinBody(Body):
+    """Open-web providers (local) take anyone; the others need an experimenter's API key and
+    the worker's id on that platform."""
+
+    model_config = ConfigDict(strict=True)
+
+    provider: ProviderName = Field(default="local", description="where the worker comes from")
+    name: Annotated[str | None, AfterValidator(_player_name)] = Field(
+        default=None, max_length=MAX_NAME,
+        description=f"the player's name on leaderboards: up to {MAX_NAME} {NAME_CHARS}",
+    )  # fmt: skip
+    external_id: str | None = Field(
+        default=None, min_length=1, max_length=200,
+        description="the worker's id on the platform; needed (and only read) for providers "
+        "without open sign-up",
+    )  # fmt: skip
+
+
+class Joined(Reply):
+    """The new (or returning) worker and its signed token, also set as the crowd_worker cookie"""
+
+    worker_id: int
+    name: str | None
+    provider: str
+    worker_token: str = Field(description="send it as the X-Crowd-Worker header")
+
+
+class WorkerReply(Reply):
+    """The worker the token names"""
+
+    worker_id: int
+    name: str | None
+    provider: str
+
+
+class NextBody(Body):
+    model_config = ConfigDict(strict=True)
+
+    category: str | None = Field(
+        default=None, max_length=100,
+        description="only items of this category (empty or null: any item)",
+    )  # fmt: skip
+
+
+def _task_value(value: Any) -> Any:
+    """A HIT type's field: a JSON scalar of bounded size, or a short list of them."""
+    items = value if isinstance(value, list) else [value]
+    if len(items) > MAX_TASK_LIST:
+        raise PydanticCustomError(
+            "task_value", "a list of at most {n} values", {"n": MAX_TASK_LIST}
+        )
+    for item in items:
+        if isinstance(item, str) and len(item) > MAX_TASK_TEXT:
+            raise PydanticCustomError(
+                "task_value", "text of at most {n} characters", {"n": MAX_TASK_TEXT}
+            )
+        if not (item is None or isinstance(item, str | int | float | bool)):
+            raise PydanticCustomError(
+                "task_value",
+                "the HIT type's fields are text, numbers, true/false, null or lists of these",
+            )
+    return value
+
+
+_SCALAR_SCHEMAS: list[dict[str, Any]] = [
+    {"type": "string", "maxLength": MAX_TASK_TEXT},
+    {"type": "number"},
+    {"type": "boolean"},
+    {"type": "null"},
+]
+TaskValue = Annotated[
+    Any,
+    AfterValidator(_task_value),
+    WithJsonSchema({
+        "anyOf": [*_SCALAR_SCHEMAS, {"type": "array", "maxItems": MAX_TASK_LIST,
+                                     "items": {"anyOf": _SCALAR_SCHEMAS}}],
+        "description": "a field of the study's HIT type (e.g. choice, rating, explanation)",
+    }),
+]  # fmt: skip
+
+
+class TaskBody(Body):
+    """A body whose other fields belong to the HIT type; it checks them, these are bounded."""
+
+    model_config = ConfigDict(
+        extra="allow", strict=True, json_schema_extra={"maxProperties": MAX_TASK_FIELDS}
+    )
+    __pydantic_extra__: dict[str, TaskValue] = Field(init=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _few_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict) and len(data) > MAX_TASK_FIELDS:
+            raise PydanticCustomError(
+                "too_many_fields", "at most {n} fields", {"n": MAX_TASK_FIELDS}
+            )
+        return data
+
+    def action(self) -> dict[str, Any]:
+        """The fields the client sent, as the plain mapping the domain functions take."""
+        return self.model_dump(exclude_unset=True)
+
+
+class StepBody(TaskBody):
+    """One step of the worker's flow, e.g. {"step": 2, "choice": "human"} on a boundary
+    passage or {"step": 0, "rating": 4} on a Likert text; the HIT type checks its fields."""
+
+    step: int = Field(
+        ge=0, le=MAX_STEP,
+        description="the step the page shows (task.step): a retried step changes nothing",
+    )  # fmt: skip
+    sim_seconds: float | None = Field(
+        default=None, ge=0, le=MAX_SIM_SECONDS,
+        description="how long the step took, from simulated workers (provider sim) only",
+    )  # fmt: skip
+
+
+class Typing(Body):
+    """How the explanation was entered, counted by the page (quality control reads it)."""
+
+    model_config = ConfigDict(strict=True)
+
+    keys: int = Field(default=0, ge=0, le=TYPING_FIELDS["keys"])
+    pastes: int = Field(default=0, ge=0, le=TYPING_FIELDS["pastes"])
+    pasted_chars: int = Field(default=0, ge=0, le=TYPING_FIELDS["pasted_chars"])
+    typing_ms: int = Field(
+        default=0, ge=0, le=TYPING_FIELDS["typing_ms"],
+        description="from the first key or paste to the last change",
+    )  # fmt: skip
+
+
+class ExplanationBody(TaskBody):
+    """Why the worker answered so, e.g. {"explanation": "it repeats itself", "reasons":
+    ["repetition"]} on a boundary guess; the HIT type checks its fields."""
+
+    typing: Typing | None = None
+
+
+class Completion(Reply):
+    """How the page hands the platform session's work back to the crowd platform"""
+
+    kind: Literal["form", "code", "none"] = Field(
+        description="form: post `fields` to `action` (MTurk); code: show `code` and link to "
+        "`url` (Prolific); none: nothing to hand over"
+    )
+    items_done: int = Field(description="the answers stored in this platform session")
+    action: str | MISSING = MISSING
+    fields: dict[str, str] | MISSING = MISSING
+    code: str | MISSING = MISSING
+    url: str | MISSING = MISSING
+
+
+class AssignmentView(Reply):
+    """What the worker's page may see of an assignment: the task while it is open, the
+    feedback once the answer is stored (never the expected answer before)"""
+
+    assignment_id: int
+    study_id: int
+    state: AssignmentState
+    task: dict[str, Any] | MISSING = Field(
+        default=MISSING,
+        description="the HIT type's page view, with its `step`; while the assignment is open "
+        "or its answer needs a follow-up",
+    )
+    answered: Literal[True] | MISSING = Field(default=MISSING,
+                                              description="present once the answer is stored")
+    needs_followup: bool | MISSING = Field(
+        default=MISSING, description="the answer waits for an explanation before the feedback"
+    )
+    feedback: dict[str, Any] | MISSING = Field(
+        default=MISSING, description="the HIT type's reveal, once the answer is complete"
+    )
+
+
+class WorkDone(Reply):
+    """Nothing more for this worker here; on a crowd platform, how to hand the work in"""
+
+    done: Literal[True]
+    message: str
+    completion: Completion | MISSING = MISSING
+
+
+class NextReply(RootModel[AssignmentView | WorkDone]):
+    """The worker's open or new assignment, or `done` when nothing is left for them"""
