@@ -207,7 +207,8 @@ def test_the_api_refuses_other_experimenters_and_bad_parameters(
     url = f"/api/studies/{study_id}/annotations"
     assert client.post(url, data="worker,item,guess\nw,a,2\n").status_code == 401
     bad = client.post(url + "?format=xml", data="", headers=auth)
-    assert bad.status_code == 422 and "format must be one of" in bad.get_json()["error"]
+    assert bad.status_code == 422 and bad.get_json()["field"] == "format"
+    assert "'jsonl', 'csv' or 'roft'" in bad.get_json()["error"]
     ok = client.post(url + "?format=csv", data="worker,item,guess\nw,a,2\n", headers=auth)
     assert ok.status_code == 201 and ok.get_json()["added"] == 1
 
