@@ -45,9 +45,9 @@ from crowd.web.schemas.studies import (
     ReportQueued,
     Studies,
     StudyProgress,
+    StudyReport,
     SyncReport,
 )
-from crowd.web.schemas.studies import Report as ReportReply
 from crowd.web.schemas.studies import Study as StudyReply
 from crowd.web.schemas.training import NewRewardRun, RewardRuns
 from crowd.web.schemas.training import RewardRun as RewardRunReply
@@ -95,7 +95,8 @@ def study_json(study: Study) -> dict[str, Any]:
 
 
 def raw_text() -> str:
-    """The request body as text: UTF-8, no NUL characters (no database stores them)."""
+    """The request body as text: not empty, UTF-8, no NUL characters (no database stores
+    them)."""
     if request.mimetype in FORM_TYPES:
         raise UnsupportedMedia("send the file itself as the body, not a form")
     data = request.get_data(cache=True)
@@ -106,6 +107,8 @@ def raw_text() -> str:
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise UnsafeJSON("holds a NUL character (\\u0000): remove it", f"line {line}")
+    if not text.strip():
+        raise ValidationError("the body is empty: send the file itself as the body", "body")
     return text
 
 
@@ -252,7 +255,7 @@ def _report(study_id: int) -> Report:
 
 
 @bp.get("/studies/<int:study_id>/report")
-@operation("The study's latest report", responses={200: ReportReply}, auth=EXPERIMENTER,
+@operation("The study's latest report", responses={200: StudyReport}, auth=EXPERIMENTER,
            tags=RESULTS)  # fmt: skip
 def report_json(study_id: int) -> Any:
     report = _report(study_id)
@@ -359,7 +362,7 @@ def aggregations(study_id: int, query: AggregationsQuery) -> Any:
     with platform().db.read_session() as session:
         studies.get_study(session, study_id, current_experimenter(session))
         stored = labels.stored(session, study_id)
-    if query.methods is not None:
+    if query.methods:
         stored = {method: data for method, data in stored.items() if method in query.methods}
     return {"aggregations": stored}
 

@@ -15,7 +15,7 @@ class LeaderboardQuery(Body):
     )
 
 
-class Score(Reply):
+class PlayerScore(Reply):
     """A player's points and answers (boundary games)"""
 
     name: str | None = Field(description="the player's display name")
@@ -27,7 +27,7 @@ class Score(Reply):
     )
 
 
-class RankedScore(Score):
+class RankedScore(PlayerScore):
     rank: int = Field(ge=1)
 
 
@@ -38,7 +38,7 @@ class Leaderboard(Reply):
     leaderboard: list[RankedScore] = Field(max_length=50)
 
 
-class Profile(Score):
+class Profile(PlayerScore):
     """Your scores, overall and per category"""
 
-    by_category: dict[str, Score]
+    by_category: dict[str, PlayerScore]

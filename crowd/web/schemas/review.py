@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from crowd.review import MAX_BONUS, MAX_TEXT
 from crowd.web.contract import Body, Reply
@@ -54,7 +55,11 @@ def _taken_by_action(value: Any, info: ValidationInfo) -> Any:
     action = info.data.get("action")
     # With no valid action the action's own error is the one to report.
     if value is not None and action is not None and action not in TAKEN_BY[name]:
-        raise ValueError(f"only {' and '.join(TAKEN_BY[name])} take {name}, not {action}")
+        raise PydanticCustomError(
+            "not_for_action",
+            "goes with the {actions} action, not {action}",
+            {"actions": " or ".join(TAKEN_BY[name]), "action": action},
+        )
     return value
 
 
@@ -97,7 +102,7 @@ class WorkerTable(Reply):
     workers: list[WorkerRow]
 
 
-class Answer(Reply):
+class WorkerAnswer(Reply):
     response_id: Id
     item: str = Field(description="the item's id in the study")
     kind: Literal["real", "gold", "attention", "training"]
@@ -138,7 +143,7 @@ class WorkerHistory(Reply):
     status: WorkerStatus
     evidence: dict[str, Any] = Field(description="the QC measures of the worker in the study")
     rule_hits: list[str]
-    answers: list[Answer]
+    answers: list[WorkerAnswer]
     audit: list[AuditEntry] = Field(description="newest first")
     bonuses: list[BonusPaid]
 
@@ -213,9 +218,10 @@ class AuditLog(Reply):
 
 # -- aggregated labels -----------------------------------------------------------------------
 class AggregationsQuery(Body):
-    methods: list[Method] | None = Field(
-        default=None, max_length=6, description="only these methods (repeat the parameter)"
-    )
+    methods: list[Method] = Field(
+        default_factory=list, max_length=6,
+        description="only these methods (repeat the parameter); none: every stored method",
+    )  # fmt: skip
 
 
 class Aggregation(Reply):

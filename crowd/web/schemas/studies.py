@@ -35,8 +35,8 @@ def _known(registry: Callable[[], Registry[Any]]) -> Callable[[str], str]:
         if name not in names:
             raise PydanticCustomError(
                 "unknown_name",
-                "unknown {kind} {name!r}: one of {known}",
-                {"kind": names.kind, "name": name, "known": ", ".join(names)},
+                "unknown {kind} {name}: one of {known}",
+                {"kind": names.kind, "name": repr(name), "known": ", ".join(names)},
             )
         return name
 
@@ -97,7 +97,7 @@ class Studies(Reply):
     studies: list[Study]
 
 
-class Progress(Reply):
+class StudyCounts(Reply):
     """Counts an experimenter follows"""
 
     study_id: Id
@@ -118,7 +118,7 @@ class Progress(Reply):
 class StudyProgress(Study):
     """A study with its progress"""
 
-    progress: Progress
+    progress: StudyCounts
 
 
 # -- items and annotations -------------------------------------------------------------------
@@ -126,7 +126,7 @@ class NewItems(Body):
     """Items in the HIT type's terms; all are checked first, then all or none are added."""
 
     items: list[dict[str, Any]] = Field(
-        max_length=MAX_ITEMS_PER_IMPORT,
+        min_length=1, max_length=MAX_ITEMS_PER_IMPORT,
         description="one object per item, as the HIT type defines it (e.g. a boundary item: "
         "id, sentences, boundary, kind?, category?)",
     )
@@ -244,7 +244,7 @@ class ExportQuery(Body):
     )
 
 
-class Report(Reply):
+class StudyReport(Reply):
     """The study's latest report"""
 
     updated_at: Time
