@@ -41,7 +41,7 @@ from crowd.storage import (
     StudyStatus,
     Worker,
 )
-from crowd.studies import import_items, parse_jsonl
+from crowd.studies import import_items, parse_jsonl, strict_json
 from crowd.work import get_or_create_worker
 from tasks import get_hit_type
 
@@ -140,11 +140,10 @@ def _record(raw: Mapping[str, Any], answer: dict[str, Any], where: str) -> Annot
 
 
 def records_from_jsonl(
-    lines: Iterable[str], source: str = "line", loads: Callable[[str], Any] | None = None
+    lines: Iterable[str], source: str = "line", loads: Callable[[str], Any] = strict_json
 ) -> list[AnnotationRecord]:
     records = []
-    parsed = parse_jsonl(lines, source) if loads is None else parse_jsonl(lines, source, loads)
-    for number, raw in enumerate(parsed, start=1):
+    for number, raw in enumerate(parse_jsonl(lines, source, loads), start=1):
         where = f"{source} {number}"
         unknown = set(raw) - JSONL_KEYS
         if unknown:
@@ -442,7 +441,7 @@ def import_file(
     skip_duplicates: bool = False,
     max_sentences: int | None = None,
     source: str = "line",
-    loads: Callable[[str], Any] | None = None,
+    loads: Callable[[str], Any] = strict_json,
 ) -> ImportSummary:
     """Import a file's text in `fmt` (jsonl, csv or roft) into the study.
 

@@ -62,12 +62,13 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _strict_loads(text: str) -> Any:
+def strict_json(text: str) -> Any:
+    """A JSON text as Python, with NaN and Infinity refused (no JSON column stores them)."""
     return json.loads(text, parse_constant=_no_constant)
 
 
 def parse_jsonl(
-    lines: Iterable[str], source: str = "line", loads: Callable[[str], Any] = _strict_loads
+    lines: Iterable[str], source: str = "line", loads: Callable[[str], Any] = strict_json
 ) -> list[dict[str, Any]]:
     """Parse JSON lines, naming the line of the first bad one; blank lines are skipped.
 

@@ -9,11 +9,12 @@ from flask import Blueprint, Response, request
 from sqlalchemy import select
 
 from crowd import labels, quality, review, studies
+from crowd.annotations import import_file
 from crowd.app import platform
 from crowd.exceptions import NotFound, ValidationError
 from crowd.reports import export as export_rows
 from crowd.storage import Experimenter, Report, RewardRun, Role, Study
-from crowd.web.bodies import UnsafeJSON, loads
+from crowd.web.bodies import loads
 from crowd.web.common import current_experimenter
 from crowd.web.contract import EXPERIMENTER, Media, UnsupportedMedia, operation, read_body
 from crowd.web.schemas.review import (
@@ -103,10 +104,12 @@ def raw_text() -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise UnsafeJSON(f"the body is not UTF-8: {error.reason} at byte {error.start}") from None
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ValidationError(f"not UTF-8 ({error.reason}): save the file as UTF-8",
+                              f"line {line}") from None  # fmt: skip
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
-        raise UnsafeJSON("holds a NUL character (\\u0000): remove it", f"line {line}")
+        raise ValidationError("holds a NUL character (\\u0000): remove it", f"line {line}")
     if not text.strip():
         raise ValidationError("the body is empty: send the file itself as the body", "body")
     return text
@@ -167,8 +170,6 @@ def import_items(study_id: int) -> Any:
            errors=(409,), tags=ITEMS)  # fmt: skip
 def import_annotations(study_id: int, query: AnnotationsQuery) -> Any:
     """Answers collected elsewhere, as the raw file: ?format=jsonl|csv|roft&rater_group=..."""
-    from crowd.annotations import import_file
-
     text = raw_text()
     with platform().db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))

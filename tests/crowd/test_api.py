@@ -277,7 +277,10 @@ def test_json_lines_the_checks_refuse_are_named_by_their_line(
         assert reply.get_json()["field"].startswith("line 2"), reply.get_json()
     nul = client.post(url, headers=auth, data=good + '{"id": "b\x00"}\n',
                       content_type="application/x-ndjson")  # fmt: skip
-    assert _problem(nul) == (400, "line 2")
+    assert _problem(nul) == (422, "line 2")
+    latin = client.post(url, headers=auth, data=good.encode() + b'{"id": "caf\xe9"}\n',
+                        content_type="application/x-ndjson")  # fmt: skip
+    assert _problem(latin) == (422, "line 2")
     form = client.post(url, headers=auth, data={"items": good})
     assert form.status_code == 415
     empty = client.post(url, headers=auth, data="\n\n", content_type="application/x-ndjson")

@@ -28,6 +28,8 @@ class PlayerScore(Reply):
 
 
 class RankedScore(PlayerScore):
+    """A player on the leaderboard"""
+
     rank: int = Field(ge=1)
 
 

@@ -103,6 +103,8 @@ class WorkerTable(Reply):
 
 
 class WorkerAnswer(Reply):
+    """One answer of the worker, with its QC facts"""
+
     response_id: Id
     item: str = Field(description="the item's id in the study")
     kind: Literal["real", "gold", "attention", "training"]
@@ -129,6 +131,8 @@ class AuditEntry(Reply):
 
 
 class BonusPaid(Reply):
+    """A bonus paid to the worker"""
+
     amount: str = Field(description="decimal text, e.g. 0.50")
     reason: str
     actor: str
@@ -259,6 +263,8 @@ class Aggregate(Body):
 
 
 class MethodFitted(Reply):
+    """What one method aggregated"""
+
     n_tasks: Count
     n_workers: Count
     gold_accuracy: Share | None
@@ -266,6 +272,8 @@ class MethodFitted(Reply):
 
 
 class MethodFailed(Reply):
+    """A method that could not fit"""
+
     error: str = Field(description="why the method could not fit (e.g. too little data)")
 
 

@@ -182,6 +182,8 @@ class Published(Study):
 
 
 class RemoteTask(Reply):
+    """A unit of work on the platform (an MTurk HIT, a Prolific study)"""
+
     remote_id: str
     places: Count
     status: RemoteTaskStatus
@@ -190,6 +192,8 @@ class RemoteTask(Reply):
 
 
 class Publication(Reply):
+    """The study published on one platform"""
+
     id: Id
     provider: str
     options: dict[str, Any] = Field(description="the provider's options, defaults filled in")
@@ -199,6 +203,8 @@ class Publication(Reply):
 
 
 class PlatformAction(Reply):
+    """A call owed to a platform (approve, reject, bonus, block, ...)"""
+
     id: Id
     provider: str
     action: str
@@ -211,8 +217,7 @@ class PlatformAction(Reply):
 
 
 class Publications(Reply):
-    """The study's publications on platforms and the platform calls owed or made, newest
-    first"""
+    """The study's publications and its platform calls, newest first"""
 
     publications: list[Publication]
     platform_actions: list[PlatformAction]
