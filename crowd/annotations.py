@@ -21,7 +21,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -41,7 +41,7 @@ from crowd.storage import (
     StudyStatus,
     Worker,
 )
-from crowd.studies import import_items, parse_jsonl
+from crowd.studies import import_items, parse_jsonl, strict_json
 from crowd.work import get_or_create_worker
 from tasks import get_hit_type
 
@@ -139,9 +139,11 @@ def _record(raw: Mapping[str, Any], answer: dict[str, Any], where: str) -> Annot
     )
 
 
-def records_from_jsonl(lines: Iterable[str], source: str = "line") -> list[AnnotationRecord]:
+def records_from_jsonl(
+    lines: Iterable[str], source: str = "line", loads: Callable[[str], Any] = strict_json
+) -> list[AnnotationRecord]:
     records = []
-    for number, raw in enumerate(parse_jsonl(lines, source), start=1):
+    for number, raw in enumerate(parse_jsonl(lines, source, loads), start=1):
         where = f"{source} {number}"
         unknown = set(raw) - JSONL_KEYS
         if unknown:
@@ -155,9 +157,41 @@ def records_from_jsonl(lines: Iterable[str], source: str = "line") -> list[Annot
     return records
 
 
+class _CountedLines:
+    """The lines of a CSV as csv.reader reads them, counted: the line a csv.Error is on."""
+
+    def __init__(self, handle: Iterable[str]) -> None:
+        self.lines = iter(handle)
+        self.read = 0
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self.lines)
+        self.read += 1
+        return line
+
+
+def _csv_error(error: csv.Error, line: int, source: str) -> InvalidItem:
+    """A CSV the csv module cannot read, as the client's mistake on its line (e.g. a cell over
+    csv.field_size_limit, which keeps one quoted cell from swallowing the whole upload)."""
+    text = str(error)
+    if "field larger than field limit" in text:
+        text = f"a cell is longer than {csv.field_size_limit()} characters (check the quoting)"
+    return InvalidItem(f"not readable as CSV: {text}", f"{source} {line}")
+
+
 def records_from_csv(handle: Iterable[str], source: str = "line") -> list[AnnotationRecord]:
     """Rows of one worker and item are gathered into one record (long-format ratings)."""
-    reader = csv.reader(handle)
+    lines = _CountedLines(handle)
+    try:
+        return _records_from_csv(csv.reader(lines), source)
+    except csv.Error as error:
+        raise _csv_error(error, lines.read, source) from None
+
+
+def _records_from_csv(reader: Any, source: str) -> list[AnnotationRecord]:
     header = next(reader, None)
     if header is None:
         raise ValidationError("the CSV is empty: it needs a header with worker and item columns")
@@ -347,8 +381,11 @@ def import_roft(
 
     if study.hit_type != "boundary":
         raise ValidationError(f"RoFT files go into boundary studies; study {study.id} is not one")
+    lines = _CountedLines(handle)
     try:
-        parsed = parse_roft_csv(handle, max_sentences=max_sentences)
+        parsed = parse_roft_csv(lines, max_sentences=max_sentences)
+    except csv.Error as error:
+        raise _csv_error(error, lines.read, "line") from None
     except ValueError as error:
         raise ValidationError(str(error)) from None
     new_items: dict[str, dict[str, Any]] = {}
@@ -404,11 +441,13 @@ def import_file(
     skip_duplicates: bool = False,
     max_sentences: int | None = None,
     source: str = "line",
+    loads: Callable[[str], Any] = strict_json,
 ) -> ImportSummary:
     """Import a file's text in `fmt` (jsonl, csv or roft) into the study.
 
     Lines end at "\n" (or "\r\n") only: str.splitlines would also break at form feeds and
     Unicode separators, which generated text contains inside JSON strings and CSV cells.
+    `loads` parses each JSON line (see crowd.studies.parse_jsonl).
     """
     if fmt == "roft":
         return import_roft(
@@ -420,7 +459,7 @@ def import_file(
             skip_duplicates=skip_duplicates,
         )
     if fmt == "jsonl":
-        records = records_from_jsonl(text.split("\n"), source)
+        records = records_from_jsonl(text.split("\n"), source, loads)
     elif fmt == "csv":
         records = records_from_csv(io.StringIO(text, newline=""), source)
     else:

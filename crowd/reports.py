@@ -254,7 +254,9 @@ def export(
     """Write the study's responses in `fmt`; `filtered` leaves excluded workers out."""
     hit = get_hit_type(study.hit_type)
     if fmt not in hit.export_formats:
-        raise ValidationError(f"{study.hit_type} studies export as {', '.join(hit.export_formats)}")
+        raise ValidationError(
+            f"{study.hit_type} studies export as {', '.join(hit.export_formats)}", "format"
+        )
     rows, excluded = analysis_rows(session, study, refresh=refresh and filtered)
     if filtered:
         rows = [row for row in rows if not set(row_workers(row)) & excluded]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import func, select
@@ -58,30 +58,69 @@ def get_study(session: Session, study_id: int, experimenter: Experimenter | None
     return study
 
 
-def parse_jsonl(lines: Iterable[str], source: str = "line") -> list[dict[str, Any]]:
-    """Parse JSON lines, naming the line of the first bad one; blank lines are skipped."""
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def strict_json(text: str) -> Any:
+    """A JSON text as Python, with NaN and Infinity refused (no JSON column stores them)."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def parse_jsonl(
+    lines: Iterable[str], source: str = "line", loads: Callable[[str], Any] = strict_json
+) -> list[dict[str, Any]]:
+    """Parse JSON lines, naming the line of the first bad one; blank lines are skipped.
+
+    `loads` may check more (the web passes crowd.web.bodies.loads: depth, 64-bit integers,
+    NUL, lone surrogates); whatever it refuses is named by its line.
+    """
     records = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads(line)
         except json.JSONDecodeError as error:
             raise InvalidItem(f"not valid JSON ({error.msg})", f"{source} {number}") from None
+        except ValidationError as error:
+            where = f"{source} {number}" + (f", {error.where}" if error.where else "")
+            raise InvalidItem(error.message, where) from None
+        except (ValueError, RecursionError) as error:
+            # Integers beyond Python's digit limit, NaN, nesting past the recursion limit.
+            message = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+            raise InvalidItem(f"not valid JSON ({message})", f"{source} {number}") from None
         if not isinstance(record, dict):
             raise InvalidItem("each line must be a JSON object", f"{source} {number}")
         records.append(record)
     return records
 
 
-def import_items(session: Session, study: Study, records: list[dict[str, Any]]) -> int:
-    """Validate every record first, then add them all or none; returns how many were added."""
+def line_position(index: int) -> str:
+    """Where the index-th record of a JSON lines file is: "line 3"."""
+    return f"line {index + 1}"
+
+
+def json_position(index: int) -> str:
+    """Where the index-th item of a JSON body's `items` is: "items[2]"."""
+    return f"items[{index}]"
+
+
+def import_items(
+    session: Session,
+    study: Study,
+    records: list[dict[str, Any]],
+    where: Callable[[int], str] = line_position,
+) -> int:
+    """Validate every record first, then add them all or none; returns how many were added.
+
+    `where` names a record in errors (by its index), as its source numbers them."""
     if study.status == StudyStatus.COMPLETED:
         raise StudyNotOpen(f"study {study.id} is completed: create a new study for more items")
     if len(records) > MAX_ITEMS_PER_IMPORT:
         raise ValidationError(f"at most {MAX_ITEMS_PER_IMPORT} items per import: split the file")
     hit = get_hit_type(study.hit_type)
-    specs = [hit.validate_item(record, f"line {n}") for n, record in enumerate(records, 1)]
+    specs = [hit.validate_item(record, where(n)) for n, record in enumerate(records)]
     specs = hit.plan_items(specs, hit.validate_config(study.config))
     seen: set[str] = set()
     for spec in specs:

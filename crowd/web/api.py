@@ -3,20 +3,60 @@
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, cast
 
 from flask import Blueprint, Response, request
 from sqlalchemy import select
 
 from crowd import labels, quality, review, studies
+from crowd.annotations import import_file
 from crowd.app import platform
 from crowd.exceptions import NotFound, ValidationError
 from crowd.reports import export as export_rows
 from crowd.storage import Experimenter, Report, RewardRun, Role, Study
-from crowd.web.common import current_experimenter, json_body
+from crowd.web.bodies import loads
+from crowd.web.common import current_experimenter
+from crowd.web.contract import EXPERIMENTER, Media, UnsupportedMedia, operation, read_body
+from crowd.web.schemas.review import (
+    ActionOutcome,
+    Aggregate,
+    AggregationsQuery,
+    AggregationSummary,
+    AuditLog,
+    AuditQuery,
+    BulkAction,
+    BulkOutcome,
+    WorkerAction,
+    WorkerHistory,
+    WorkersQuery,
+    WorkerTable,
+)
+from crowd.web.schemas.review import Aggregations as AggregationsReply
+from crowd.web.schemas.studies import (
+    AnnotationsImported,
+    AnnotationsQuery,
+    ExportQuery,
+    ItemsAdded,
+    NewItems,
+    NewStudy,
+    Publications,
+    Publish,
+    Published,
+    ReportBuilt,
+    ReportQueued,
+    Studies,
+    StudyProgress,
+    StudyReport,
+    SyncReport,
+)
+from crowd.web.schemas.studies import Study as StudyReply
+from crowd.web.schemas.training import NewRewardRun, RewardRuns
+from crowd.web.schemas.training import RewardRun as RewardRunReply
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
+STUDIES, ITEMS, PUBLISHING = ("studies",), ("items and annotations",), ("publishing",)
+RESULTS, QC, MODELS = ("exports and reports",), ("quality control",), ("reward models",)
 EXPORT_TYPES = {
     "jsonl": "application/x-ndjson",
     "csv": "text/csv",
@@ -24,6 +64,23 @@ EXPORT_TYPES = {
     "pairwise": "application/x-ndjson",
     "kway": "application/x-ndjson",
 }
+JSON_LINES = Media(
+    types=("application/x-ndjson",),
+    description="one item per line, each a JSON object in the HIT type's terms",
+)
+ANNOTATIONS = Media(
+    types=("application/x-ndjson", "text/csv"),
+    description="the file as it is, in the layout ?format= names: JSON lines {worker, item, "
+    "answer, rater_group?, created_at?, explanation?, reasons?}; CSV with columns worker, "
+    "item, the answer's fields (or attribute and rating), rater_group?, created_at?, "
+    "explanation?, reasons?; or the public RoFT release's CSV",
+)
+EXPORT = Media(
+    types=("application/x-ndjson", "text/csv"),
+    description="the study's responses as a file (csv and roft: CSV, the others JSON lines)",
+)
+# Bodies that browsers send cross-site without asking: never a file we take.
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 def study_json(study: Study) -> dict[str, Any]:
@@ -38,24 +95,41 @@ def study_json(study: Study) -> dict[str, Any]:
     }
 
 
+def raw_text() -> str:
+    """The request body as text: not empty, UTF-8, no NUL characters (no database stores
+    them)."""
+    if request.mimetype in FORM_TYPES:
+        raise UnsupportedMedia("send the file itself as the body, not a form")
+    data = request.get_data(cache=True)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ValidationError(f"not UTF-8 ({error.reason}): save the file as UTF-8",
+                              f"line {line}") from None  # fmt: skip
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise ValidationError("holds a NUL character (\\u0000): remove it", f"line {line}")
+    if not text.strip():
+        raise ValidationError("the body is empty: send the file itself as the body", "body")
+    return text
+
+
+# -- studies ---------------------------------------------------------------------------------
 @bp.post("/studies")
-def create_study() -> Any:
-    body = json_body()
-    name, hit_type = body.get("name"), body.get("hit_type")
-    if not isinstance(name, str) or not isinstance(hit_type, str):
-        raise ValidationError("send {'name': ..., 'hit_type': ..., 'config': {...}}")
-    config = body.get("config") or {}
-    if not isinstance(config, dict):
-        raise ValidationError("must be a JSON object", "config")
+@operation("Create a study", body=NewStudy, responses={201: StudyReply}, auth=EXPERIMENTER,
+           tags=STUDIES)  # fmt: skip
+def create_study(body: NewStudy) -> Any:
     with platform().db.session() as session:
         experimenter = current_experimenter(session)
-        study = studies.create_study(session, experimenter, name, hit_type, config)
+        study = studies.create_study(session, experimenter, body.name, body.hit_type, body.config)
         return study_json(study), 201
 
 
 @bp.get("/studies")
+@operation("List your studies", responses={200: Studies}, auth=EXPERIMENTER, tags=STUDIES)
 def list_studies() -> Any:
-    with platform().db.session() as session:
+    with platform().db.read_session() as session:
         experimenter = current_experimenter(session)
         rows = session.scalars(
             select(Study).where(Study.experimenter_id == experimenter.id).order_by(Study.id)
@@ -64,81 +138,76 @@ def list_studies() -> Any:
 
 
 @bp.get("/studies/<int:study_id>")
+@operation("A study and its progress", responses={200: StudyProgress}, auth=EXPERIMENTER,
+           tags=STUDIES)  # fmt: skip
 def show_study(study_id: int) -> Any:
-    with platform().db.session() as session:
+    with platform().db.read_session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
         return {**study_json(study), "progress": studies.progress(session, study)}
 
 
+# -- items and annotations -------------------------------------------------------------------
 @bp.post("/studies/<int:study_id>/items")
+@operation("Add items (all or none)", body=NewItems, raw_body=JSON_LINES,
+           responses={201: ItemsAdded}, auth=EXPERIMENTER, errors=(409,), tags=ITEMS)  # fmt: skip
 def import_items(study_id: int) -> Any:
     """Items as JSON lines (Content-Type: application/x-ndjson) or {"items": [...]}."""
     if request.is_json:
-        body = json_body()
-        records = body.get("items")
-        if not isinstance(records, list):
-            raise ValidationError("send {'items': [...]} or JSON lines")
+        body = cast(NewItems, read_body(NewItems))
+        records, where = body.items, studies.json_position
     else:
-        text = request.get_data(as_text=True)
-        records = studies.parse_jsonl(text.splitlines())
+        records = studies.parse_jsonl(raw_text().split("\n"), loads=loads)
+        where = studies.line_position
     with platform().db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
-        added = studies.import_items(session, study, records)
+        added = studies.import_items(session, study, records, where)
         return {"added": added}, 201
 
 
 @bp.post("/studies/<int:study_id>/annotations")
-def import_annotations(study_id: int) -> Any:
+@operation("Import answers collected elsewhere (all or none)", query=AnnotationsQuery,
+           raw_body=ANNOTATIONS, responses={201: AnnotationsImported}, auth=EXPERIMENTER,
+           errors=(409,), tags=ITEMS)  # fmt: skip
+def import_annotations(study_id: int, query: AnnotationsQuery) -> Any:
     """Answers collected elsewhere, as the raw file: ?format=jsonl|csv|roft&rater_group=..."""
-    from crowd.annotations import FORMATS, import_file
-
-    fmt = request.args.get("format", "jsonl")
-    if fmt not in FORMATS:
-        raise ValidationError(f"format must be one of {', '.join(FORMATS)}", "format")
-    skip = request.args.get("skip_duplicates", "false")
-    if skip not in ("true", "false"):
-        raise ValidationError("must be true or false", "skip_duplicates")
-    max_sentences = request.args.get("max_sentences")
-    if max_sentences is not None and not max_sentences.isdigit():
-        raise ValidationError("must be a whole number", "max_sentences")
-    text = request.get_data(as_text=True)
+    text = raw_text()
     with platform().db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
         summary = import_file(
             session,
             study,
             text,
-            fmt,
-            rater_group=request.args.get("rater_group", "crowd"),
-            skip_duplicates=skip == "true",
-            max_sentences=int(max_sentences) if max_sentences else None,
+            query.format,
+            rater_group=query.rater_group,
+            skip_duplicates=query.skip_duplicates,
+            max_sentences=query.max_sentences,
+            loads=loads,
         )
         return summary.to_json(), 201
 
 
+# -- publishing ------------------------------------------------------------------------------
 @bp.post("/studies/<int:study_id>/publish")
-def publish(study_id: int) -> Any:
+@operation("Open the study to the workers of providers", body=Publish, body_required=False,
+           responses={200: Published}, auth=EXPERIMENTER, errors=(409, 502),
+           tags=PUBLISHING)  # fmt: skip
+def publish(study_id: int, body: Publish) -> Any:
     from crowd import platforms
 
-    body = json_body()
-    providers = body.get("providers", ["local"])
-    if not isinstance(providers, list) or not all(isinstance(p, str) for p in providers):
-        raise ValidationError("must be a list of provider names", "providers")
-    options = body.get("options") or {}
-    if not isinstance(options, dict) or not all(isinstance(v, dict) for v in options.values()):
-        raise ValidationError("must map provider names to objects of options", "options")
     settings = platform().settings
     with platform().db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
-        links = platforms.publish(session, settings, study, providers, options)
+        links = platforms.publish(session, settings, study, body.providers, body.options)
         return {**study_json(study), "links": links}
 
 
 @bp.get("/studies/<int:study_id>/publications")
+@operation("The study's publications and platform calls", responses={200: Publications},
+           auth=EXPERIMENTER, tags=PUBLISHING)  # fmt: skip
 def publications(study_id: int) -> Any:
     from crowd import platforms
 
-    with platform().db.session() as session:
+    with platform().db.read_session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
         return {
             "publications": platforms.publications(session, study),
@@ -147,6 +216,8 @@ def publications(study_id: int) -> Any:
 
 
 @bp.post("/studies/<int:study_id>/sync")
+@operation("Sync the study with its crowd platforms now", responses={200: SyncReport},
+           auth=EXPERIMENTER, errors=(502,), tags=PUBLISHING)  # fmt: skip
 def sync(study_id: int) -> Any:
     """Sync the study with its crowd platforms now (crowd worker does it periodically)."""
     from crowd import platforms
@@ -157,25 +228,22 @@ def sync(study_id: int) -> Any:
     return report.to_json()
 
 
+# -- exports and reports ---------------------------------------------------------------------
 @bp.get("/studies/<int:study_id>/export")
-def export(study_id: int) -> Any:
-    fmt = request.args.get("format", "jsonl")
-    which = request.args.get("set", "full")
-    if fmt not in EXPORT_TYPES:
-        raise ValidationError(f"format must be one of {sorted(EXPORT_TYPES)}", "format")
-    if which not in ("full", "filtered"):
-        raise ValidationError("set must be full or filtered", "set")
+@operation("Export the study's responses", query=ExportQuery, responses={200: EXPORT},
+           auth=EXPERIMENTER, tags=RESULTS)  # fmt: skip
+def export(study_id: int, query: ExportQuery) -> Any:
     buffer = io.StringIO()
     # Reads the QC standing the queue jobs keep current: a GET writes nothing.
     with platform().db.read_session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
-        export_rows(session, study, fmt, buffer, filtered=which == "filtered", refresh=False)
-    extension = "csv" if EXPORT_TYPES[fmt] == "text/csv" else "jsonl"
-    return Response(
-        buffer.getvalue(),
-        mimetype=EXPORT_TYPES[fmt],
-        headers={"Content-Disposition": f"attachment; filename=study-{study_id}-{fmt}.{extension}"},
-    )
+        export_rows(session, study, query.format, buffer, filtered=query.set == "filtered",
+                    refresh=False)  # fmt: skip
+    media = EXPORT_TYPES[query.format]
+    extension = "csv" if media == "text/csv" else "jsonl"
+    disposition = f"attachment; filename=study-{study_id}-{query.format}.{extension}"
+    return Response(buffer.getvalue(), mimetype=media,
+                    headers={"Content-Disposition": disposition})  # fmt: skip
 
 
 def _report(study_id: int) -> Report:
@@ -188,23 +256,30 @@ def _report(study_id: int) -> Report:
 
 
 @bp.get("/studies/<int:study_id>/report")
+@operation("The study's latest report", responses={200: StudyReport}, auth=EXPERIMENTER,
+           tags=RESULTS)  # fmt: skip
 def report_json(study_id: int) -> Any:
     report = _report(study_id)
     return {"updated_at": report.updated_at.isoformat(), "report": report.data}
 
 
 @bp.get("/studies/<int:study_id>/report.html")
+@operation("The study's latest report as a page",
+           responses={200: Media(types=("text/html",), description="the report as HTML")},
+           auth=EXPERIMENTER, tags=RESULTS)  # fmt: skip
 def report_html(study_id: int) -> Any:
     return Response(_report(study_id).html, mimetype="text/html")
 
 
 @bp.post("/studies/<int:study_id>/report")
+@operation("Refresh the report", responses={201: ReportBuilt, 202: ReportQueued},
+           auth=EXPERIMENTER, tags=RESULTS)  # fmt: skip
 def request_report(study_id: int) -> Any:
     """Refresh the report: on the queue when there is one, here and now otherwise."""
     from crowd.queue.jobs import request_report as enqueue_report
     from crowd.reports import build_report
 
-    with platform().db.session() as session:
+    with platform().db.read_session() as session:
         studies.get_study(session, study_id, current_experimenter(session))
     connection = platform().redis
     if connection is not None:
@@ -215,22 +290,25 @@ def request_report(study_id: int) -> Any:
         return {"queued": False, "updated_at": report.updated_at.isoformat()}, 201
 
 
-# -- quality control: workers, actions, audit, aggregated labels, gold ------------------------
+# -- quality control: workers, actions, audit, aggregated labels ----------------------------
 def _reviewer(experimenter: Experimenter) -> review.Reviewer:
     # An API key is the experimenter's own: every action is open to it.
     return review.Reviewer(experimenter.name, Role.EXPERIMENTER)
 
 
 @bp.get("/studies/<int:study_id>/workers")
-def list_workers(study_id: int) -> Any:
-    sort = request.args.get("sort", "worker")
+@operation("The study's workers with their QC evidence and standing", query=WorkersQuery,
+           responses={200: WorkerTable}, auth=EXPERIMENTER, tags=QC)  # fmt: skip
+def list_workers(study_id: int, query: WorkersQuery) -> Any:
     # Reads the standing the queue jobs keep current: a GET writes nothing.
     with platform().db.read_session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
-        return {"workers": review.worker_table(session, study, sort)}
+        return {"workers": review.worker_table(session, study, query.sort)}
 
 
 @bp.get("/studies/<int:study_id>/workers/<int:worker_id>")
+@operation("A worker's answers, standing and audit trail in the study",
+           responses={200: WorkerHistory}, auth=EXPERIMENTER, tags=QC)  # fmt: skip
 def show_worker(study_id: int, worker_id: int) -> Any:
     with platform().db.read_session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
@@ -238,65 +316,68 @@ def show_worker(study_id: int, worker_id: int) -> Any:
 
 
 @bp.post("/studies/<int:study_id>/workers/<int:worker_id>/actions")
-def act_on_worker(study_id: int, worker_id: int) -> Any:
-    body = json_body()
-    action = body.pop("action", None)
-    if not isinstance(action, str):
-        raise ValidationError(f"say which: one of {', '.join(review.ACTIONS)}", "action")
+@operation("Act on a worker (approve, reject, bonus, block, ...)", body=WorkerAction,
+           responses={200: ActionOutcome}, auth=EXPERIMENTER, errors=(409,), tags=QC)  # fmt: skip
+def act_on_worker(study_id: int, worker_id: int, body: WorkerAction) -> Any:
+    params = body.model_dump(exclude={"action"}, exclude_none=True)
+    if body.amount is not None:
+        params["amount"] = str(body.amount)
     with platform().db.session() as session:
         experimenter = current_experimenter(session)
         study = studies.get_study(session, study_id, experimenter)
-        outcome = review.act(session, study, worker_id, action, _reviewer(experimenter), body)
+        outcome = review.act(session, study, worker_id, body.action, _reviewer(experimenter),
+                             params)  # fmt: skip
         return {"action": outcome.action, "worker_id": outcome.worker_id,
                 "changed": outcome.changed, "message": outcome.message}  # fmt: skip
 
 
 @bp.post("/studies/<int:study_id>/workers/bulk")
-def bulk_action(study_id: int) -> Any:
-    body = json_body()
-    rule, action = body.pop("rule", None), body.pop("action", None)
-    if not isinstance(rule, str) or not isinstance(action, str):
-        raise ValidationError("send the 'rule' whose workers to act on and the 'action'", "rule")
+@operation("Act on every worker on whom a QC rule fires", body=BulkAction,
+           responses={200: BulkOutcome}, auth=EXPERIMENTER, errors=(409,), tags=QC)  # fmt: skip
+def bulk_action(study_id: int, body: BulkAction) -> Any:
+    params = body.model_dump(exclude={"rule", "action"}, exclude_none=True)
     with platform().db.session() as session:
         experimenter = current_experimenter(session)
         study = studies.get_study(session, study_id, experimenter)
         quality.refresh_study(session, study)
-        outcomes = review.bulk(session, study, rule, action, _reviewer(experimenter), body)
-        return {"rule": rule, "action": action,
+        outcomes = review.bulk(session, study, body.rule, body.action, _reviewer(experimenter),
+                               params)  # fmt: skip
+        return {"rule": body.rule, "action": body.action,
                 "workers": [o.worker_id for o in outcomes if o.changed]}  # fmt: skip
 
 
 @bp.get("/studies/<int:study_id>/audit")
-def audit_log(study_id: int) -> Any:
-    worker = request.args.get("worker", type=int)
-    limit = request.args.get("limit", default=200, type=int)
-    if not 1 <= limit <= 5000:
-        raise ValidationError("must be from 1 to 5000", "limit")
-    with platform().db.session() as session:
+@operation("The study's audit log", query=AuditQuery, responses={200: AuditLog},
+           auth=EXPERIMENTER, tags=QC)  # fmt: skip
+def audit_log(study_id: int, query: AuditQuery) -> Any:
+    with platform().db.read_session() as session:
         studies.get_study(session, study_id, current_experimenter(session))
-        entries = review.audit_log(session, study_id, worker, limit)
+        entries = review.audit_log(session, study_id, query.worker, query.limit)
         return {"entries": [review.audit_row(entry) for entry in entries]}
 
 
 @bp.get("/studies/<int:study_id>/aggregations")
-def aggregations(study_id: int) -> Any:
-    with platform().db.session() as session:
+@operation("The study's stored aggregated labels", query=AggregationsQuery,
+           responses={200: AggregationsReply}, auth=EXPERIMENTER, tags=QC)  # fmt: skip
+def aggregations(study_id: int, query: AggregationsQuery) -> Any:
+    with platform().db.read_session() as session:
         studies.get_study(session, study_id, current_experimenter(session))
-        return {"aggregations": labels.stored(session, study_id)}
+        stored = labels.stored(session, study_id)
+    if query.methods:
+        stored = {method: data for method, data in stored.items() if method in query.methods}
+    return {"aggregations": stored}
 
 
 @bp.post("/studies/<int:study_id>/aggregations")
-def aggregate_now(study_id: int) -> Any:
+@operation("Aggregate the filtered set's labels now", body=Aggregate, body_required=False,
+           responses={201: AggregationSummary}, auth=EXPERIMENTER, tags=QC)  # fmt: skip
+def aggregate_now(study_id: int, body: Aggregate) -> Any:
     """Aggregate the filtered set's labels now, by the methods asked for (default: all)."""
-    body = json_body()
-    methods = body.get("methods", list(labels.METHODS))
-    known = set(labels.METHODS)
-    if not isinstance(methods, list) or not methods or not set(methods) <= known:
-        raise ValidationError(f"a list of methods from {sorted(known)}", "methods")
     # Fitting can take seconds (MACE): compute without a lock, then store in a short write.
     with platform().db.read_session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
-        summary, results = labels.compute_aggregations(session, study, methods=tuple(methods))
+        summary, results = labels.compute_aggregations(session, study,
+                                                       methods=tuple(body.methods))  # fmt: skip
     with platform().db.session() as session:
         labels.store_aggregations(session, study_id, results)
     return {"summary": summary}, 201
@@ -304,6 +385,8 @@ def aggregate_now(study_id: int) -> Any:
 
 # -- reward models --------------------------------------------------------------------------
 @bp.get("/studies/<int:study_id>/reward-models")
+@operation("The study's reward-model runs", responses={200: RewardRuns}, auth=EXPERIMENTER,
+           tags=MODELS)  # fmt: skip
 def reward_runs(study_id: int) -> Any:
     """The study's reward-model runs, newest first, with their jobs' progress."""
     from crowd import training
@@ -317,30 +400,25 @@ def reward_runs(study_id: int) -> Any:
 
 
 @bp.post("/studies/<int:study_id>/reward-models")
-def train_reward_model(study_id: int) -> Any:
+@operation("Queue a reward-model run", body=NewRewardRun, body_required=False,
+           responses={202: RewardRunReply}, auth=EXPERIMENTER, tags=MODELS)  # fmt: skip
+def train_reward_model(study_id: int, body: NewRewardRun) -> Any:
     """Queue a reward-model run ({labels?, settings?: {RewardConfig fields}})."""
     from crowd import training
 
-    body = json_body()
-    unknown = sorted(set(body) - {"labels", "settings"})
-    if unknown:
-        raise ValidationError(f"unknown keys {unknown}: give labels and settings", "body")
-    overrides = body.get("settings") or {}
-    if not isinstance(overrides, dict):
-        raise ValidationError("an object of reward-model settings", "settings")
-    labels_source = body.get("labels")
-    if labels_source is not None and not isinstance(labels_source, str):
-        raise ValidationError("a label source name", "labels")
     connection = platform().redis
     if connection is None:
         raise ValidationError(
             "reward-model runs go through the queue: set CROWD_REDIS_URL and run `crowd worker`"
         )
+    overrides = body.settings.model_dump(exclude_unset=True)
     with platform().db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
-        run = training.request_run(session, study, "manual", overrides, labels_source)
+        run = training.request_run(session, study, "manual", overrides, body.labels)
         run_id = run.id
     training.enqueue_run(platform().db, connection, run_id)
     with platform().db.read_session() as session:
         row = session.get(RewardRun, run_id)
-        return training.run_json(row) if row else {"id": run_id}, 202
+        if row is None:
+            raise NotFound(f"reward-model run {run_id} is gone")
+        return training.run_json(row), 202

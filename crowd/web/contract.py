@@ -118,6 +118,8 @@ class Operation:
 def _path(location: tuple[int | str, ...]) -> str:
     text = ""
     for part in location:
+        if part == "[key]":
+            continue  # pydantic's mark of a mapping's key (the part before it): not a field
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text or "body"
 
@@ -209,12 +211,13 @@ def read_json() -> Any:
 
 
 def read_body(model: type[BaseModel], required: bool = True) -> BaseModel:
-    value = read_json()
-    # Only an empty body stands for "no fields": a JSON null is a body, and not an object.
-    if value is None and not request.get_data(cache=True).strip():
+    # Only an empty body is an absent one: a JSON null is a value, and not an object.
+    if not request.get_data(cache=True).strip():
         if required:
             raise ValidationError("send a JSON object with Content-Type: application/json")
-        value = {}
+        value: Any = {}
+    else:
+        value = read_json()
     if not isinstance(value, dict):
         raise ValidationError("the request body must be a JSON object", "body")
     try:

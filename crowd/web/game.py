@@ -11,9 +11,12 @@ from crowd.app import platform
 from crowd.exceptions import NotFound
 from crowd.studies import get_study
 from crowd.web.common import current_worker_id, optional_worker_id
+from crowd.web.contract import ANYONE, WORKER, operation
+from crowd.web.schemas.game import Leaderboard, LeaderboardQuery, Profile
 from tasks import get_hit_type
 
 bp = Blueprint("game", __name__)
+TAGS = ("game",)
 
 
 def _category() -> str | None:
@@ -69,14 +72,18 @@ def leaderboard_page() -> Any:
 
 
 @bp.get("/api/play/profile")
+@operation("Your scores, overall and per category", responses={200: Profile}, auth=WORKER,
+           tags=TAGS)  # fmt: skip
 def profile_json() -> Any:
     worker_id = current_worker_id()
-    with platform().db.session() as session:
+    with platform().db.read_session() as session:
         return game.profile(session, worker_id)
 
 
 @bp.get("/api/play/leaderboard")
-def leaderboard_json() -> Any:
-    category = _category()
-    with platform().db.session() as session:
+@operation("The best players, by points", query=LeaderboardQuery, responses={200: Leaderboard},
+           auth=ANYONE, tags=TAGS)  # fmt: skip
+def leaderboard_json(query: LeaderboardQuery) -> Any:
+    category = query.category or None
+    with platform().db.read_session() as session:
         return {"category": category, "leaderboard": game.leaderboard(session, category)}

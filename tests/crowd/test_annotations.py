@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from pathlib import Path
@@ -18,6 +19,7 @@ from crowd.exceptions import InvalidItem, ValidationError
 from crowd.reports import analysis_rows, export
 from crowd.storage import Database, Item, OutboxEvent, Response, ResponseSource
 from crowd.studies import get_study
+from tasks.boundary.roft import ROFT_COLUMNS
 from tests.conftest import join, passage
 
 
@@ -207,9 +209,37 @@ def test_the_api_refuses_other_experimenters_and_bad_parameters(
     url = f"/api/studies/{study_id}/annotations"
     assert client.post(url, data="worker,item,guess\nw,a,2\n").status_code == 401
     bad = client.post(url + "?format=xml", data="", headers=auth)
-    assert bad.status_code == 422 and "format must be one of" in bad.get_json()["error"]
+    assert bad.status_code == 422 and bad.get_json()["field"] == "format"
+    assert "'jsonl', 'csv' or 'roft'" in bad.get_json()["error"]
     ok = client.post(url + "?format=csv", data="worker,item,guess\nw,a,2\n", headers=auth)
     assert ok.status_code == 201 and ok.get_json()["added"] == 1
+    for query, field in (("?skip_duplicates=maybe", "skip_duplicates"),
+                         ("?max_sentences=0", "max_sentences"),
+                         ("?rater_group=" + "g" * 101, "rater_group")):  # fmt: skip
+        reply = client.post(url + query, data="worker,item,guess\nw,a,2\n", headers=auth)
+        assert reply.status_code == 422 and reply.get_json()["field"] == field, query
+    assert client.post(url + "?format=csv", data="", headers=auth).status_code == 422
+
+
+def test_a_cell_over_the_csv_field_limit_is_refused_on_its_line(
+    client: FlaskClient, auth: dict[str, str], make_study: Any
+) -> None:
+    """An unclosed quote swallows the rest of the file into one cell: csv stops it at
+    csv.field_size_limit, and the client learns where, instead of a server error."""
+    study_id = make_study([passage("a", 2)])
+    url = f"/api/studies/{study_id}/annotations"
+    huge = "x" * (csv.field_size_limit() + 1)
+    for fmt, text in (
+        ("csv", f'worker,item,guess\nw,a,2\nv,a,"{huge}"\n'),
+        ("roft", f'{",".join(ROFT_COLUMNS)}\n"{huge}"\n'),
+    ):
+        reply = client.post(f"{url}?format={fmt}", data=text, headers=auth)
+        assert reply.status_code == 422, reply.get_json()
+        body = reply.get_json()
+        assert body["field"] == ("line 3" if fmt == "csv" else "line 2"), body
+        assert "longer than" in body["error"]
+    with pytest.raises(InvalidItem, match="longer than"):
+        records_from_csv(io.StringIO(f'worker,item,guess\nw,a,"{huge}"\n', newline=""))
 
 
 def test_cli_imports_annotations_and_guesses_the_format(

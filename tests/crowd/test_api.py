@@ -181,3 +181,188 @@ def test_game_profile_and_leaderboards(client: FlaskClient, make_study: Any) -> 
     assert "Ada" in client.get("/play/leaderboard").get_data(as_text=True)
     home = client.get("/play").get_data(as_text=True)
     assert "news" in home and "stories" in home
+
+
+# -- declared bodies: what the models refuse, and where ---------------------------------------
+def _problem(reply: Any) -> tuple[int, str | None]:
+    return reply.status_code, reply.get_json().get("field")
+
+
+def test_unknown_keys_and_wrong_types_are_refused_naming_the_field(
+    client: FlaskClient, auth: dict[str, str], make_study: Any
+) -> None:
+    study = {"name": "s", "hit_type": "boundary"}
+    assert _problem(client.post("/api/studies", headers=auth, json={**study, "colour": 1})) == (
+        422, "colour",
+    )  # fmt: skip
+    # A study's config is the HIT type's: an object, checked by the type, never a list.
+    assert _problem(client.post("/api/studies", headers=auth, json={**study, "config": []})) == (
+        422, "config",
+    )  # fmt: skip
+    typo = client.post("/api/studies", headers=auth,
+                       json={**study, "config": {"annotation_per_item": 3}})  # fmt: skip
+    assert typo.status_code == 422 and "annotation_per_item" in typo.get_json()["error"]
+    unknown = client.post("/api/studies", headers=auth, json={**study, "hit_type": "nope"})
+    assert _problem(unknown) == (422, "hit_type") and "boundary" in unknown.get_json()["error"]
+    assert client.get("/api/studies", headers=auth).get_json() == {"studies": []}
+
+    study_id = make_study(providers=("local",))
+    url = f"/api/studies/{study_id}"
+    # `provider` (singular) is a typo of `providers`: refused, not published to local instead.
+    assert _problem(client.post(f"{url}/publish", headers=auth, json={"provider": "sim"})) == (
+        422, "provider",
+    )  # fmt: skip
+    assert client.get(url, headers=auth).get_json()["providers"] == ["local"]
+    for body, field in (
+        ({"providers": ["sim", "nope"]}, "providers[1]"),
+        ({"providers": []}, "providers"),
+        ({"providers": ["sim"], "options": {"nope": {}}}, "options.nope"),
+        ({"providers": ["sim"], "options": {"sim": []}}, "options.sim"),
+    ):
+        assert _problem(client.post(f"{url}/publish", headers=auth, json=body)) == (422, field)
+    null = client.post(f"{url}/publish", headers=auth, data="null", content_type="application/json")
+    assert null.status_code == 422
+    published = client.post(f"{url}/publish", headers=auth, json={"providers": ["sim"]})
+    assert published.status_code == 200 and published.get_json()["providers"] == ["local", "sim"]
+
+    # Aggregations: `methods` is the key, in the body and in the query.
+    assert _problem(client.post(f"{url}/aggregations", headers=auth, json={"method": "mace"})) == (
+        422, "method",
+    )  # fmt: skip
+    methods = client.post(f"{url}/aggregations", headers=auth, json={"methods": ["mace", "x"]})
+    assert _problem(methods) == (422, "methods[1]")
+    assert _problem(client.get(f"{url}/aggregations?method=mace", headers=auth)) == (422, "method")
+    assert client.get(f"{url}/aggregations?methods=mace", headers=auth).get_json() == {
+        "aggregations": {}
+    }
+
+
+def test_items_in_a_json_body_are_named_by_their_place(
+    client: FlaskClient, auth: dict[str, str]
+) -> None:
+    study_id = client.post(
+        "/api/studies", headers=auth, json={"name": "s", "hit_type": "boundary"}
+    ).get_json()["id"]
+    url = f"/api/studies/{study_id}/items"
+    good = [passage("a", 2), passage("b", 3)]
+    assert _problem(client.post(url, headers=auth, json={"items": [*good, "c"]})) == (
+        422, "items[2]",
+    )  # fmt: skip
+    assert _problem(client.post(url, headers=auth, json={"items": []})) == (422, "items")
+    typo = client.post(url, headers=auth, json={"item": good}).get_json()
+    assert {problem["field"] for problem in typo["errors"]} == {"items", "item"}
+    # The HIT type's own checks name the item by its place too (and its id).
+    bad = client.post(url, headers=auth, json={"items": [good[0], passage("b", 9, n=3)]})
+    assert bad.status_code == 422 and bad.get_json()["field"].startswith("items[1]")
+    assert client.post(url, headers=auth, json={"items": good}).get_json() == {"added": 2}
+
+
+def test_json_lines_the_checks_refuse_are_named_by_their_line(
+    client: FlaskClient, auth: dict[str, str]
+) -> None:
+    study_id = client.post(
+        "/api/studies", headers=auth, json={"name": "s", "hit_type": "boundary"}
+    ).get_json()["id"]
+    url = f"/api/studies/{study_id}/items"
+    good = json.dumps(passage("a", 2)) + "\n"
+    for body in (
+        good + '{"id": ' + "[" * 200 + "]" * 200 + "}\n",  # past the depth limit
+        good + '{"id": 1' + "0" * 5000 + "}\n",  # past Python's digit limit
+        good + '{"id": 1' + "0" * 30 + "}\n",  # past 64 bits
+        good + '{"id": NaN}\n',
+        good + '{"id": "\\ud800"}\n',  # a lone surrogate: no database stores it
+    ):
+        reply = client.post(url, headers=auth, data=body, content_type="application/x-ndjson")
+        assert reply.status_code == 422, body[:80]
+        assert reply.get_json()["field"].startswith("line 2"), reply.get_json()
+    nul = client.post(url, headers=auth, data=good + '{"id": "b\x00"}\n',
+                      content_type="application/x-ndjson")  # fmt: skip
+    assert _problem(nul) == (422, "line 2")
+    latin = client.post(url, headers=auth, data=good.encode() + b'{"id": "caf\xe9"}\n',
+                        content_type="application/x-ndjson")  # fmt: skip
+    assert _problem(latin) == (422, "line 2")
+    form = client.post(url, headers=auth, data={"items": good})
+    assert form.status_code == 415
+    empty = client.post(url, headers=auth, data="\n\n", content_type="application/x-ndjson")
+    assert empty.status_code == 422
+    status = client.get(f"/api/studies/{study_id}", headers=auth).get_json()
+    assert status["progress"]["items"] == {}
+
+
+def test_queries_are_bounded_and_checked(
+    client: FlaskClient, auth: dict[str, str], make_study: Any
+) -> None:
+    study_id = make_study()
+    url = f"/api/studies/{study_id}"
+    for query, field in (
+        ("audit?limit=0", "limit"),
+        ("audit?limit=5001", "limit"),
+        ("audit?worker=abc", "worker"),
+        (f"audit?worker={2**63}", "worker"),
+        ("workers?sort=colour", "sort"),
+        ("export?format=xml", "format"),
+        ("export?set=all", "set"),
+        # A format of another HIT type: the study's type refuses it.
+        ("export?format=pairwise", "format"),
+    ):
+        assert _problem(client.get(f"{url}/{query}", headers=auth)) == (422, field), query
+    assert client.get(f"{url}/audit?limit=5000", headers=auth).status_code == 200
+    assert client.get(f"/api/studies/{2**63}", headers=auth).status_code == 404
+    # The game's JSON names the field; its page answers as it always did.
+    long = "x" * 101
+    assert _problem(client.get(f"/api/play/leaderboard?category={long}")) == (422, "category")
+    assert client.get(f"/play/leaderboard?category={long}").status_code == 404
+    assert client.get("/api/play/profile").status_code == 401
+
+
+def test_every_route_of_the_experimenter_and_game_apis_is_declared(app: Any) -> None:
+    from crowd.web.contract import operation_of
+
+    spec = app.test_client().get("/openapi.json").get_json()
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint.startswith("api.") or rule.rule.startswith("/api/play/"):
+            assert operation_of(app.view_functions[rule.endpoint]) is not None, rule.rule
+            path = rule.rule.replace("<int:", "{").replace(">", "}")
+            for method in (rule.methods or set()) - {"HEAD", "OPTIONS"}:
+                described = spec["paths"][path][method.lower()]
+                for status, response in described["responses"].items():
+                    assert response["content"], (path, method, status)
+    schemas = spec["components"]["schemas"]
+    for name in ("NewStudy", "Publish", "WorkerAction", "BulkAction", "Aggregate", "NewItems",
+                 "NewRewardRun", "RewardSettings"):  # fmt: skip
+        assert schemas[name]["additionalProperties"] is False, name
+    items = spec["paths"]["/api/studies/{study_id}/items"]["post"]["requestBody"]["content"]
+    assert set(items) == {"application/json", "application/x-ndjson"}
+
+
+def test_the_declared_enumerations_are_the_domains() -> None:
+    import typing
+
+    from crowd import annotations, labels, review
+    from crowd.web.schemas import review as review_schemas
+    from crowd.web.schemas import studies as study_schemas
+    from crowd.web.schemas import training as training_schemas
+    from models.reward import config
+
+    def values(alias: Any) -> tuple[str, ...]:
+        return typing.get_args(alias)
+
+    assert values(review_schemas.Action) == review.ACTIONS
+    assert values(review_schemas.BulkActionName) == review.BULK_ACTIONS
+    assert values(review_schemas.SortKey) == review.SORT_KEYS
+    assert set(values(review_schemas.Sort)) == {
+        *review.SORT_KEYS, *(f"-{key}" for key in review.SORT_KEYS)
+    }
+    assert values(review_schemas.Method) == labels.METHODS
+    assert values(study_schemas.AnnotationFormat) == annotations.FORMATS
+    assert set(values(study_schemas.ExportFormat)) == set(api_export_types())
+    assert values(training_schemas.LabelSource) == config.LABEL_SOURCES
+    assert values(training_schemas.Kind) == config.KINDS
+    assert values(training_schemas.Pooling) == config.POOLINGS
+    assert values(training_schemas.Device) == config.DEVICES
+
+
+def api_export_types() -> dict[str, str]:
+    from crowd.web.api import EXPORT_TYPES
+
+    return EXPORT_TYPES

@@ -406,6 +406,24 @@ def test_unknown_actions_and_workers_are_refused(
         headers=auth,
     )
     assert bulk.status_code == 422
+    # Each action's own fields go with it only, and unknown fields are refused by name.
+    for body, field in (
+        ({"action": "approve", "amount": "1.00"}, "amount"),
+        ({"action": "approve", "note": "x"}, "note"),
+        ({"action": "block", "reason": "x", "until": "tomorrow"}, "until"),
+        ({"action": "bonus", "amount": "0.5", "reason": "x", "token": ""}, "token"),
+        ({"action": "qualify", "qualification": "lower-case"}, "qualification"),
+        ({"action": "note", "note": "x" * 2001}, "note"),
+    ):
+        reply = post_action(client, auth, study_id, ids["alice"], **body)
+        assert reply.status_code == 422 and reply.get_json()["field"] == field, body
+    for body, field in (
+        ({"rule": "too_fast", "action": "approve", "note": "x"}, "note"),
+        ({"rules": "too_fast", "action": "note"}, "rule"),
+        ({"rule": "", "action": "note"}, "rule"),
+    ):
+        reply = client.post(f"/api/studies/{study_id}/workers/bulk", json=body, headers=auth)
+        assert reply.status_code == 422 and reply.get_json()["field"] == field, body
     # A worker with no work in this study is not one of its workers.
     empty = make_study([passage("q", 2)], CONFIG)
     assert post_action(client, auth, empty, ids["alice"], action="approve").status_code == 404

@@ -254,10 +254,18 @@ def test_the_api_queues_runs_and_the_dashboard_shows_them(
     runs = client.get(f"/api/studies/{study_id}/reward-models", headers=auth).json["runs"]
     assert runs[0]["status"] == "finished" and runs[0]["progress"]["phase"] == "done"
     assert runs[0]["metrics"]["held_out"]["chance"] == 0.25
-    for settings_ in ({"learning_rate": "abc"}, {"backbone": "/etc"}, {"normalize": "no"}):
-        refused = client.post(f"/api/studies/{study_id}/reward-models",
-                              json={"settings": settings_}, headers=auth)  # fmt: skip
-        assert refused.status_code == 422, settings_
+    for body, field in (
+        ({"settings": {"learning_rate": "abc"}}, "settings.learning_rate"),
+        ({"settings": {"backbone": "/etc"}}, "settings.backbone"),
+        ({"settings": {"backbone": "a..b"}}, "backbone"),  # the name check of the domain
+        ({"settings": {"normalize": "no"}}, "settings.normalize"),
+        ({"settings": {"epoch": 2}}, "settings.epoch"),
+        ({"settings": []}, "settings"),
+        ({"labels": "mace"}, "labels"),
+        ({"label": "raw"}, "label"),
+    ):
+        refused = client.post(f"/api/studies/{study_id}/reward-models", json=body, headers=auth)
+        assert refused.status_code == 422 and refused.json["field"] == field, body
     page = client.get("/dashboard/").get_data(as_text=True)
     assert "(chance 25%)" in page
     spec = client.get("/openapi.json").json
