@@ -109,7 +109,8 @@ def fuzz(target: Target, headers: dict[str, str], out: Path) -> dict[str, Any]:
         command += ["--include-path-regex", os.environ["CROWD_FUZZ_PATHS"]]
     for name, value in headers.items():
         command += ["--header", f"{name}: {value}"]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    # In the report's folder: schemathesis keeps a cache where it runs.
+    run = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=out.parent)
     assert run.returncode == 0, run.stdout[-20000:] + run.stderr[-5000:]
     return {"output": run.stdout, "requests": _count_requests(out)}
 
