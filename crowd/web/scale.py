@@ -13,6 +13,7 @@ gets the stored reply, with another request a 409.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +29,7 @@ from crowd import scale, scale_listing
 from crowd.accounts import authenticate
 from crowd.app import platform
 from crowd.exceptions import AlreadyExists, AuthenticationError, CrowdError, ValidationError
-from crowd.scale_params import CATEGORIZATION, COMPARISON, request_hash
+from crowd.scale_params import CATEGORIZATION, COMPARISON, TASK_TYPES, request_hash
 from crowd.storage import Experimenter, IdempotentReply, ItemKind
 from crowd.web.common import bearer_token
 from crowd.web.contract import EXPERIMENTER, SCALE, FieldProblem, View, operation, read_json
@@ -123,6 +124,20 @@ def data_error(error: sqlalchemy.exc.DataError) -> Any:
 @bp.errorhandler(HTTPException)
 def http_error(error: HTTPException) -> Any:
     return _error(error.code or 500, str(error.description), error.name)
+
+
+CREATE_PATH = re.compile(r"/v1/(?:task|evaluation_tasks|training_tasks)/([^/]+)")
+
+
+def unrouted(error: HTTPException) -> Any:
+    """A /v1 URL no route takes (crowd.web answers it here), in Scale's error shape; a task
+    type this server does not speak says so, as scaleapi's create_task expects a 400."""
+    match = CREATE_PATH.fullmatch(request.path)
+    if request.method == "POST" and match is not None and match[1] not in TASK_TYPES:
+        message = (f"task type {match[1]!r} is not available here: this server speaks "
+                   f"{' and '.join(TASK_TYPES)} tasks")  # fmt: skip
+        return _error(400, f"type: {message}", "ValidationError", where="type")
+    return http_error(error)
 
 
 def experimenter(session: Session) -> Experimenter:

@@ -530,6 +530,16 @@ def test_invalid_requests_are_400s_naming_every_field(http: Any) -> None:
     assert (schedule.status_code, schedule.json()["field"]) == (400, "policy_steps")
 
 
+def test_an_unknown_task_type_says_which_types_are_spoken(scale: ScaleClient, http: Any) -> None:
+    project(scale)
+    with pytest.raises(ScaleInvalidRequest, match="'imageannotation' is not available here"):
+        scale.create_task(TaskType.ImageAnnotation, project="rl", attachment="x")
+    with pytest.raises(ScaleInvalidRequest, match="comparison and categorization"):
+        scale.create_evaluation_task(TaskType.TextCollection, project="rl")
+    missing = http.get("/v1/no_such_route")
+    assert missing.status_code == 404 and missing.json()["status_code"] == 404
+
+
 def test_the_online_label_schedule_counts_the_projects_tasks(scale: ScaleClient, http: Any) -> None:
     project(scale)
     for n in range(3):
