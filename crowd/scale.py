@@ -4,7 +4,8 @@ A Scale project is one `comparison` study of the experimenter, created with the 
 task is one item of that study (an evaluation task a gold item, a training task a training
 item), so tasks are served by crowd/work.py to whichever crowds the study is published to,
 under the study's QC. What Scale's objects hold beyond the item lives in storage/scale.py.
-The request formats and the mapping onto items are in crowd/scale_params.py, listing in
+The request bodies are declared in crowd/web/schemas/scale.py; the rules between their
+fields and the mapping onto items are in crowd/scale_params.py, listing in
 crowd/scale_listing.py, completion and callbacks in crowd/scale_completion.py.
 """
 
@@ -21,17 +22,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from crowd import studies
 from crowd.exceptions import AlreadyExists, InvalidConfig, NotFound, ValidationError
-from crowd.scale_params import (
-    HIT_TYPE,
-    TASK_TYPES,
-    TaskRequest,
-    check_metadata,
-    check_name,
-    check_url,
-    parse_task,
-    project_params,
-    request_hash,
-)
+from crowd.scale_params import HIT_TYPE, TaskRequest, parse_task, project_params, request_hash
 from crowd.storage import (
     Experimenter,
     Item,
@@ -79,28 +70,15 @@ def callback_auth_key(session: Session, experimenter_id: int) -> str:
 
 
 # -- projects ----------------------------------------------------------------------------------
-PROJECT_KEYS = frozenset({"type", "name", "params", "rapid", "studio", "datasetId"})
-
-
 def create_project(
-    session: Session, experimenter: Experimenter, body: Mapping[str, Any]
+    session: Session,
+    experimenter: Experimenter,
+    name: str,
+    task_type: str,
+    raw_params: Mapping[str, Any] | None = None,
 ) -> ScaleProject:
     """A project and its study; the study's settings come from params.crowd."""
-    unknown = sorted(set(body) - PROJECT_KEYS)
-    if unknown:
-        raise ValidationError(f"unknown parameters {unknown}; send {sorted(PROJECT_KEYS)}")
-    name = check_name(body.get("name"), "name")
-    task_type = body.get("type")
-    if task_type not in TASK_TYPES:
-        raise ValidationError(
-            f"must be one of {list(TASK_TYPES)}: the task types this server speaks", "type"
-        )
-    for flag in ("rapid", "studio"):
-        if not isinstance(body.get(flag, False), bool):
-            raise ValidationError("must be true or false", flag)
-    if body.get("datasetId") is not None:
-        raise ValidationError("Nucleus datasets are not available here: leave it out", "datasetId")
-    params, _, config = project_params(body.get("params"))
+    params, _, config = project_params(raw_params)
     if _find_project(session, experimenter.id, name) is not None:
         raise AlreadyExists(f"you already have a project named {name!r}: pick another name")
     try:
@@ -183,39 +161,22 @@ def project_json(project: ScaleProject) -> dict[str, Any]:
 
 
 # -- batches -----------------------------------------------------------------------------------
-BATCH_KEYS = frozenset(
-    {"project", "name", "callback", "calibration_batch", "self_label_batch", "metadata"}
-)
-
-
 def create_batch(
-    session: Session, experimenter: Experimenter, body: Mapping[str, Any]
+    session: Session,
+    experimenter: Experimenter,
+    project_name: str,
+    name: str,
+    metadata: Mapping[str, Any] | None = None,
 ) -> ScaleBatch:
-    unknown = sorted(set(body) - BATCH_KEYS)
-    if unknown:
-        raise ValidationError(f"unknown parameters {unknown}; send {sorted(BATCH_KEYS)}")
-    name = check_name(body.get("name"), "name")
-    project = get_project(session, experimenter, check_name(body.get("project"), "project"))
-    for flag in ("calibration_batch", "self_label_batch"):
-        if body.get(flag, False) is not False:
-            raise ValidationError(
-                "is not supported: use evaluation tasks (gold) and training tasks instead", flag
-            )
-    if body.get("callback"):
-        # Refused rather than stored and never sent: a client would wait for it forever.
-        raise ValidationError(
-            "batch callbacks are not supported yet: give each task a callback_url, or poll "
-            "batch_status",
-            "callback",
-        )
+    """A batch of the project; its tasks are held until it is finalized."""
+    project = get_project(session, experimenter, project_name)
     if _find_batch(session, experimenter.id, name) is not None:
         raise AlreadyExists(f"you already have a batch named {name!r}: pick another name")
     batch = ScaleBatch(
         experimenter_id=experimenter.id,
         project_id=project.id,
         name=name,
-        meta=check_metadata(body.get("metadata")),
-        callback=check_url(body.get("callback"), "callback"),
+        meta=dict(metadata or {}),
     )
     try:
         with session.begin_nested():
@@ -342,12 +303,13 @@ def create_task(
     session: Session,
     experimenter: Experimenter,
     task_type: str,
-    body: Mapping[str, Any],
+    fields: Mapping[str, Any],
     kind: ItemKind = ItemKind.REAL,
 ) -> ScaleTask:
-    """A task and its item; the same unique_id and parameters again give the same task."""
-    request = parse_task(task_type, body, quality=kind != ItemKind.REAL)
-    fingerprint = request_hash(str(kind), task_type, dict(body))
+    """A task and its item from the fields of a checked task body; the same unique_id and
+    fields again give the same task."""
+    request = parse_task(task_type, fields, quality=kind != ItemKind.REAL)
+    fingerprint = request_hash(str(kind), task_type, dict(fields))
     if request.unique_id is not None:
         existing = _by_unique_id(session, experimenter.id, request.unique_id)
         if existing is not None:
@@ -443,14 +405,13 @@ def cancel_task(
 
 
 def audit_task(
-    session: Session, experimenter: Experimenter, task_id: str, body: Mapping[str, Any]
+    session: Session,
+    experimenter: Experimenter,
+    task_id: str,
+    accepted: bool,
+    comments: str | None = None,
 ) -> ScaleTask:
-    """Record the customer's acceptance or rejection of a completed task."""
-    accepted, comments = body.get("accepted"), body.get("comments")
-    if not isinstance(accepted, bool):
-        raise ValidationError("must be true (accept) or false (reject)", "accepted")
-    if comments is not None and (not isinstance(comments, str) or len(comments) > MAX_COMMENTS):
-        raise ValidationError(f"must be text of at most {MAX_COMMENTS} characters", "comments")
+    """Record the customer's acceptance (or rejection) of a completed task."""
     task = get_task(session, experimenter, task_id, lock=True)
     if task.status != ScaleTaskStatus.COMPLETED:
         raise ValidationError(f"task {task_id} is {task.status}: only completed tasks are audited")

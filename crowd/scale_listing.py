@@ -10,8 +10,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, func, select
@@ -19,7 +19,6 @@ from sqlalchemy.orm import Session, selectinload
 
 from crowd.exceptions import ValidationError
 from crowd.scale import MAX_PAGE, batch_json, get_batch, get_project, task_json
-from crowd.scale_params import TASK_TYPES
 from crowd.storage import (
     Experimenter,
     ItemKind,
@@ -29,57 +28,8 @@ from crowd.storage import (
     ScaleTaskTag,
 )
 
-TASK_LIST_PARAMS = frozenset(
-    {
-        "project", "batch", "status", "type", "start_time", "end_time", "created_after",
-        "created_before", "completed_after", "completed_before", "updated_after",
-        "updated_before", "tags", "unique_id", "customer_review_status", "limit", "next_token",
-        "include_attachment_url", "limited_response",
-    }
-)  # fmt: skip
-BATCH_LIST_PARAMS = frozenset(
-    {"project", "status", "start_time", "end_time", "limit", "offset", "exclude_archived"}
-)
-BATCH_STATUSES = ("staging", "in_progress", "completed")
-
-
-def parse_time(value: str, where: str) -> datetime:
-    """'YYYY-MM-DD HH:MM:SS.mmmmmm' (what scaleapi documents) or any ISO 8601; naive is UTC."""
-    try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise ValidationError(
-            "must be a time like '2026-01-31 12:00:00.000000' (UTC) or ISO 8601", where
-        ) from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
-
-
-def _bool_arg(value: str, where: str) -> bool:
-    if value.lower() not in ("true", "false", "1", "0"):
-        raise ValidationError("must be true or false", where)
-    return value.lower() in ("true", "1")
-
-
-def _int_arg(value: str, where: str, low: int, high: int) -> int:
-    if not value.strip().isdigit() or not low <= int(value) <= high:
-        raise ValidationError(f"must be a whole number from {low} to {high}", where)
-    return int(value)
-
-
-def _known(args: Mapping[str, Sequence[str]], allowed: frozenset[str]) -> None:
-    unknown = sorted(set(args) - allowed)
-    if unknown:
-        raise ValidationError(f"unknown query parameters {unknown}; use {sorted(allowed)}")
-
-
-def _arg(args: Mapping[str, Sequence[str]], name: str) -> str | None:
-    values = args.get(name) or []
-    return values[-1] if values else None
-
-
-def _values(args: Mapping[str, Sequence[str]], name: str) -> list[str]:
-    """A list parameter sent as repeated keys (what requests does) or comma-separated."""
-    return [part for value in args.get(name) or [] for part in value.split(",") if part]
+# Ids are 64-bit signed integers in the database.
+MAX_ID = 2**63 - 1
 
 
 def encode_token(after: int) -> str:
@@ -92,35 +42,29 @@ def decode_token(token: str) -> int:
         after = data["after"]
     except (binascii.Error, ValueError, TypeError, KeyError):
         after = None
-    if not isinstance(after, int) or isinstance(after, bool):
+    # A forged larger number would overflow the database's integer: refused like garbage.
+    if not isinstance(after, int) or isinstance(after, bool) or not 0 <= after <= MAX_ID:
         raise ValidationError("is not a token this server gave out: start again without it",
                               "next_token")  # fmt: skip
     return after
 
 
 def _filtered_tasks(
-    session: Session, experimenter: Experimenter, args: Mapping[str, Sequence[str]]
+    session: Session, experimenter: Experimenter, filters: Mapping[str, Any]
 ) -> Select[Any]:
     query = select(ScaleTask).where(
         ScaleTask.experimenter_id == experimenter.id, ScaleTask.kind == ItemKind.REAL
     )
-    if _arg(args, "project"):
-        project = get_project(session, experimenter, _arg(args, "project") or "")
+    if filters.get("project"):
+        project = get_project(session, experimenter, filters["project"])
         query = query.where(ScaleTask.project_id == project.id)
-    if _arg(args, "batch"):
-        query = query.where(
-            ScaleTask.batch_id == get_batch(session, experimenter, _arg(args, "batch") or "").id
-        )
-    status = _arg(args, "status")
-    if status is not None:
-        if status not in {s.value for s in ScaleTaskStatus}:
-            raise ValidationError(f"must be one of {[s.value for s in ScaleTaskStatus]}", "status")
-        query = query.where(ScaleTask.status == status)
-    task_type = _arg(args, "type")
-    if task_type is not None:
-        if task_type not in TASK_TYPES:
-            raise ValidationError(f"must be one of {list(TASK_TYPES)}", "type")
-        query = query.where(ScaleTask.type == task_type)
+    if filters.get("batch"):
+        batch = get_batch(session, experimenter, filters["batch"])
+        query = query.where(ScaleTask.batch_id == batch.id)
+    if filters.get("status") is not None:
+        query = query.where(ScaleTask.status == filters["status"])
+    if filters.get("type") is not None:
+        query = query.where(ScaleTask.type == filters["type"])
     bounds = {
         "start_time": (ScaleTask.created_at, True), "created_after": (ScaleTask.created_at, True),
         "end_time": (ScaleTask.created_at, False), "created_before": (ScaleTask.created_at, False),
@@ -130,18 +74,17 @@ def _filtered_tasks(
         "updated_before": (ScaleTask.updated_at, False),
     }  # fmt: skip
     for name, (column, lower) in bounds.items():
-        value = _arg(args, name)
-        if value:
-            when = parse_time(value, name)
+        when = filters.get(name)
+        if when is not None:
             query = query.where(column >= when if lower else column <= when)
-    for tag in _values(args, "tags"):
+    for tag in filters.get("tags") or []:
         query = query.where(
             ScaleTask.id.in_(select(ScaleTaskTag.task_pk).where(ScaleTaskTag.tag == tag))
         )
-    unique_ids = _values(args, "unique_id")
+    unique_ids = filters.get("unique_id")
     if unique_ids:
         query = query.where(ScaleTask.unique_id.in_(unique_ids))
-    reviews = _values(args, "customer_review_status")
+    reviews = filters.get("customer_review_status")
     if reviews:
         named = [r for r in reviews if r != "pending"]
         condition: ColumnElement[bool] = ScaleTask.customer_review_status.in_(named)
@@ -155,19 +98,22 @@ def _filtered_tasks(
 
 
 def list_tasks(
-    session: Session, experimenter: Experimenter, args: Mapping[str, Sequence[str]]
+    session: Session,
+    experimenter: Experimenter,
+    filters: Mapping[str, Any],
+    limit: int = MAX_PAGE,
+    next_token: str | None = None,
+    limited: bool = False,
 ) -> dict[str, Any]:
-    """A page of customer tasks, oldest first; evaluation and training tasks are left out."""
-    _known(args, TASK_LIST_PARAMS)
-    limit = _int_arg(_arg(args, "limit") or str(MAX_PAGE), "limit", 1, MAX_PAGE)
-    for flag in ("include_attachment_url", "limited_response"):
-        if _arg(args, flag) is not None:
-            _bool_arg(_arg(args, flag) or "", flag)
-    limited = _bool_arg(_arg(args, "limited_response") or "false", "limited_response")
-    query = _filtered_tasks(session, experimenter, args)
+    """A page of customer tasks, oldest first; evaluation and training tasks are left out.
+
+    `filters` are the checked values of the query (crowd.web.schemas.scale.TasksQuery):
+    project, batch, status, type, the time bounds as datetimes, and lists of tags, unique_ids
+    and customer_review_statuses.
+    """
+    query = _filtered_tasks(session, experimenter, filters)
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    token = _arg(args, "next_token")
-    after = decode_token(token) if token else 0
+    after = decode_token(next_token) if next_token else 0
     offset = 0
     if after:
         before = query.where(ScaleTask.id <= after).subquery()
@@ -194,28 +140,23 @@ def list_tasks(
 
 
 def list_batches(
-    session: Session, experimenter: Experimenter, args: Mapping[str, Sequence[str]]
+    session: Session,
+    experimenter: Experimenter,
+    project: str | None = None,
+    status: str | None = None,
+    start_time: datetime | None = None,
+    end_time: datetime | None = None,
+    limit: int = MAX_PAGE,
+    offset: int = 0,
 ) -> dict[str, Any]:
-    """A page of batches (offset paging, as scaleapi's batches() does)."""
-    _known(args, BATCH_LIST_PARAMS)
+    """A page of batches (offset paging, as scaleapi's batches() does); none are archived."""
     query = select(ScaleBatch).where(ScaleBatch.experimenter_id == experimenter.id)
-    project = _arg(args, "project")
     if project:
         query = query.where(ScaleBatch.project_id == get_project(session, experimenter, project).id)
-    for name, lower in (("start_time", True), ("end_time", False)):
-        value = _arg(args, name)
-        if value:
-            when = parse_time(value, name)
-            query = query.where(
-                ScaleBatch.created_at >= when if lower else ScaleBatch.created_at <= when
-            )
-    status = _arg(args, "status")
-    if status is not None and status not in BATCH_STATUSES:
-        raise ValidationError(f"must be one of {list(BATCH_STATUSES)}", "status")
-    limit = _int_arg(_arg(args, "limit") or str(MAX_PAGE), "limit", 1, MAX_PAGE)
-    offset = _int_arg(_arg(args, "offset") or "0", "offset", 0, 10**9)
-    if _arg(args, "exclude_archived") is not None:
-        _bool_arg(_arg(args, "exclude_archived") or "", "exclude_archived")  # none are archived
+    if start_time is not None:
+        query = query.where(ScaleBatch.created_at >= start_time)
+    if end_time is not None:
+        query = query.where(ScaleBatch.created_at <= end_time)
     rows = [batch_json(session, batch) for batch in session.scalars(query.order_by(ScaleBatch.id))]
     if status is not None:
         rows = [row for row in rows if row["status"] == status]

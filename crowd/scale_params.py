@@ -9,8 +9,9 @@ study (pick the best of K), because both ask a worker to pick exactly one of a f
 - categorization: `attachment` (with the `instruction` above it, when given) is the item's
   query and the `categories` are the candidates. The response is `{"category": <name>}`.
 
-Scale's field names are kept in every message, so an error says which field of the request
-to fix.
+The bodies are checked by their models (crowd/web/schemas/scale.py: types, lengths, unknown
+keys); what is checked here are the rules between fields. Scale's field names are kept in
+every message, so an error says which field of the request to fix.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any
 
 from crowd.exceptions import ValidationError
 
@@ -37,15 +38,6 @@ MAX_INSTRUCTION = 5_000
 MAX_NAME = 200
 MAX_TAGS = 50
 MAX_METADATA_CHARS = 50_000
-COMMON_KEYS = frozenset(
-    {"project", "batch", "callback_url", "instruction", "metadata", "tags", "unique_id"}
-)
-TYPE_KEYS = {
-    COMPARISON: frozenset({"attachments", "attachment_type", "choices", "fields"}),
-    CATEGORIZATION: frozenset({"attachment", "attachment_type", "categories", "allow_multiple"}),
-}
-QUALITY_KEYS = frozenset({"expected_response", "initial_response"})
-PROJECT_PARAM_KEYS = frozenset({"instruction", "crowd"})
 
 
 @dataclass(frozen=True)
@@ -90,102 +82,19 @@ def _fail(message: str, where: str) -> ValidationError:
     return ValidationError(message, where)
 
 
-def _text(value: Any, where: str, limit: int, required: bool = True) -> str | None:
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not value.strip() or len(value) > limit:
-        raise _fail(f"must be non-empty text of at most {limit} characters", where)
-    return value.strip()
-
-
-def check_name(value: Any, where: str) -> str:
-    """A project or batch name: it becomes part of a URL, so no '/'."""
-    name = cast(str, _text(value, where, MAX_NAME))
-    if "/" in name:
-        raise _fail("must not contain '/' (it is part of the URL)", where)
-    return name
-
-
-def check_url(value: Any, where: str) -> str | None:
-    """A callback URL as crowd.delivery will POST to it (so a bad one fails here, not later)."""
-    from crowd.delivery import validate_url
-
-    if value is None or value == "":
-        return None
-    if isinstance(value, str) and "@" in value and "://" not in value:
-        raise _fail("email callbacks are not sent here: give an http(s) URL", where)
-    return validate_url(value, where)
-
-
-def check_metadata(value: Any, where: str = "metadata") -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise _fail("must be a JSON object", where)
-    if len(json.dumps(value)) > MAX_METADATA_CHARS:
-        raise _fail(f"must be at most {MAX_METADATA_CHARS} characters as JSON", where)
-    return dict(value)
-
-
-def _tags(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        value = [value]
-    if (
-        not isinstance(value, list)
-        or len(value) > MAX_TAGS
-        or not all(isinstance(t, str) and 0 < len(t.strip()) <= MAX_NAME for t in value)
-    ):
-        raise _fail(f"must be a list of at most {MAX_TAGS} tags of 1 to 200 characters", "tags")
-    return sorted({t.strip() for t in value})
-
-
-def _attachment_type(body: Mapping[str, Any]) -> None:
-    kind = body.get("attachment_type", "text")
-    if kind != "text":
-        raise _fail(
-            f"{kind!r} is not supported: workers here read text, so send attachment_type "
-            "'text' with the text itself as the attachment",
-            "attachment_type",
-        )
-
-
-def _option_texts(values: Any, where: str, what: str) -> list[str]:
-    if not isinstance(values, list) or not MIN_OPTIONS <= len(values) <= MAX_OPTIONS:
-        raise _fail(f"must be a list of {MIN_OPTIONS} to {MAX_OPTIONS} {what}", where)
-    texts = []
-    for index, value in enumerate(values):
-        if isinstance(value, Mapping):  # Scale's attachment objects: {"type": "text", ...}
-            if value.get("type", "text") != "text":
-                raise _fail(f"entry {index} is not a text attachment", where)
-            value = value.get("content")
-        texts.append(cast(str, _text(value, f"{where}[{index}]", MAX_TEXT)))
+def _distinct(texts: list[str], where: str, what: str) -> list[str]:
     # A worker's pick is stored as a text's position: equal texts would make it ambiguous.
     if len(set(texts)) != len(texts):
         raise _fail(f"the {what} must all differ: drop or merge the duplicates", where)
     return texts
 
 
-def _comparison(body: Mapping[str, Any], instruction: str | None) -> dict[str, Any]:
-    if body.get("fields"):
-        raise _fail(
-            "free-text questions are not supported: a comparison task here asks for one "
-            "choice among the attachments",
-            "fields",
-        )
-    if instruction is None:
-        raise _fail(
-            "is required: it is the context shown above the attachments (the query x "
-            "the candidates answer)",
-            "instruction",
-        )
-    _attachment_type(body)
-    options = _option_texts(body.get("attachments"), "attachments", "text attachments")
+def _comparison(fields: Mapping[str, Any]) -> dict[str, Any]:
+    options = _distinct(list(fields["attachments"]), "attachments", "text attachments")
     params: dict[str, Any] = {"attachment_type": "text", "attachments": options}
-    choices = body.get("choices")
+    choices = fields.get("choices")
     if choices is not None:
-        names = _option_texts(choices, "choices", "choice names")
+        names = _distinct(list(choices), "choices", "choice names")
         if len(names) != len(options):
             raise _fail(
                 f"name each attachment: give {len(options)} choices, one per attachment, "
@@ -193,15 +102,12 @@ def _comparison(body: Mapping[str, Any], instruction: str | None) -> dict[str, A
                 "choices",
             )
         params["choices"] = names
-    return {"params": params, "query": instruction, "options": options}
+    return {"params": params, "query": fields["instruction"], "options": options}
 
 
-def _categorization(body: Mapping[str, Any], instruction: str | None) -> dict[str, Any]:
-    if body.get("allow_multiple"):
-        raise _fail("is not supported: a worker here picks exactly one category", "allow_multiple")
-    _attachment_type(body)
-    attachment = cast(str, _text(body.get("attachment"), "attachment", MAX_TEXT))
-    options = _option_texts(body.get("categories"), "categories", "categories")
+def _categorization(fields: Mapping[str, Any]) -> dict[str, Any]:
+    instruction, attachment = fields.get("instruction"), fields["attachment"]
+    options = _distinct(list(fields["categories"]), "categories", "categories")
     query = f"{instruction}\n\n{attachment}" if instruction else attachment
     if len(query) > MAX_QUERY:
         raise _fail(f"instruction and attachment exceed {MAX_QUERY} characters", "attachment")
@@ -209,28 +115,20 @@ def _categorization(body: Mapping[str, Any], instruction: str | None) -> dict[st
     return {"params": params, "query": query, "options": options}
 
 
-def parse_task(task_type: str, body: Mapping[str, Any], quality: bool = False) -> TaskRequest:
-    """Check a task creation body (`quality`: an evaluation or training task's)."""
+def parse_task(task_type: str, fields: Mapping[str, Any], quality: bool = False) -> TaskRequest:
+    """The item a task becomes, from a body its model checked (`quality`: an evaluation or
+    training task's); what is checked here are the rules between fields."""
     if task_type not in TASK_TYPES:
         raise _fail(
             f"task type {task_type!r} is not available here: this server speaks "
             f"{' and '.join(TASK_TYPES)} tasks",
             "type",
         )
-    allowed = COMMON_KEYS | TYPE_KEYS[task_type] | (QUALITY_KEYS if quality else frozenset())
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise _fail(f"unknown parameters {unknown}; {task_type} tasks take {sorted(allowed)}", "")
-    project = None if body.get("project") is None else check_name(body["project"], "project")
-    batch = None if body.get("batch") is None else check_name(body["batch"], "batch")
+    project, batch = fields.get("project"), fields.get("batch")
     if project is None and batch is None:
         raise _fail("name the project the task belongs to (or its batch)", "project")
-    instruction = _text(body.get("instruction"), "instruction", MAX_QUERY, required=False)
-    unique_id = body.get("unique_id")
-    if unique_id is not None:
-        unique_id = _text(unique_id, "unique_id", MAX_NAME)
-    mapped = (_comparison if task_type == COMPARISON else _categorization)(body, instruction)
-    metadata = check_metadata(body.get("metadata"))
+    mapped = (_comparison if task_type == COMPARISON else _categorization)(fields)
+    metadata = dict(fields.get("metadata") or {})
     policies = metadata.get("policies")
     if policies is not None and not (
         isinstance(policies, list)
@@ -246,11 +144,11 @@ def parse_task(task_type: str, body: Mapping[str, Any], quality: bool = False) -
         type=task_type,
         project=project,
         batch=batch,
-        callback_url=check_url(body.get("callback_url"), "callback_url"),
-        instruction=instruction,
-        unique_id=unique_id,
+        callback_url=fields.get("callback_url"),
+        instruction=fields.get("instruction"),
+        unique_id=fields.get("unique_id"),
         metadata=metadata,
-        tags=_tags(body.get("tags")),
+        tags=sorted(set(fields.get("tags") or [])),
         params=mapped["params"],
         query=mapped["query"],
         options=mapped["options"],
@@ -258,24 +156,21 @@ def parse_task(task_type: str, body: Mapping[str, Any], quality: bool = False) -
     )
     if not quality:
         return request
-    if body.get("initial_response") is not None:
-        raise _fail("review-phase evaluation tasks are not supported: leave it out", "")
-    expected = body.get("expected_response")
-    index = expected_index(request, expected)
-    return replace(request, expected_response=dict(cast(Mapping[str, Any], expected)),
-                   expected_index=index)  # fmt: skip
+    expected = dict(fields["expected_response"])
+    return replace(request, expected_response=expected,
+                   expected_index=expected_index(request, expected))  # fmt: skip
 
 
-def expected_index(request: TaskRequest, expected: Any) -> int:
+def expected_index(request: TaskRequest, expected: Mapping[str, Any]) -> int:
     """The option an evaluation or training task's expected_response picks."""
     where = "expected_response"
     options = request.options
     if request.type == CATEGORIZATION:
-        category = expected.get("category") if isinstance(expected, Mapping) else None
+        category = expected.get("category")
         if category not in options:
             raise _fail(f'must be {{"category": <one of {options}>}}', where)
         return options.index(category)
-    choice = expected.get("choice") if isinstance(expected, Mapping) else None
+    choice = expected.get("choice")
     if isinstance(choice, int) and not isinstance(choice, bool) and 0 <= choice < len(options):
         return choice
     names = request.params.get("choices") or []
@@ -290,25 +185,14 @@ def expected_index(request: TaskRequest, expected: Any) -> int:
     )
 
 
-def project_params(raw: Any) -> tuple[dict[str, Any], str | None, dict[str, Any]]:
+def project_params(
+    params: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], str | None, dict[str, Any]]:
     """A project's params, the study instructions they give and the study config (`crowd`)."""
-    if raw is None:
+    if params is None:
         return {}, None, {}
-    if not isinstance(raw, Mapping):
-        raise _fail("must be a JSON object", "params")
-    unknown = sorted(set(raw) - PROJECT_PARAM_KEYS)
-    if unknown:
-        raise _fail(
-            f"unknown project params {unknown}: give 'instruction' (shown above every task) "
-            "and/or 'crowd' (the study settings: annotations_per_item, attention_rate, qc, "
-            "template, ...)",
-            "params",
-        )
-    instruction = _text(raw.get("instruction"), "params.instruction", MAX_INSTRUCTION, False)
-    crowd = raw.get("crowd") or {}
-    if not isinstance(crowd, Mapping):
-        raise _fail("must be a JSON object of study settings", "params.crowd")
-    config = dict(crowd)
+    instruction = params.get("instruction")
+    config = dict(params.get("crowd") or {})
     if instruction is not None:
         if config.get("instructions") is not None:
             raise _fail(
@@ -324,7 +208,7 @@ def project_params(raw: Any) -> tuple[dict[str, Any], str | None, dict[str, Any]
             "raise annotations_per_item instead",
             "params.crowd.overlap_share",
         )
-    return dict(raw), instruction, config
+    return dict(params), instruction, config
 
 
 def request_hash(*parts: Any) -> str:

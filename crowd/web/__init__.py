@@ -138,6 +138,8 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException) -> Any:
+        if request.path.startswith("/v1/"):  # no /v1 route matched: still scaleapi's shape
+            return scale.unrouted(error)
         if _wants_json():
             return jsonify(error=error.description, type=error.name), error.code
         return render_template("error.html", message=error.description), error.code

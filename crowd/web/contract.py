@@ -25,6 +25,7 @@ from typing import Any
 import pydantic
 from flask import Response, jsonify, request
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
 
 from crowd.exceptions import CrowdError, ValidationError
 from crowd.web.bodies import loads
@@ -107,8 +108,9 @@ class Operation:
     tags: tuple[str, ...] = ()
     description: str | None = None
     error_model: type[BaseModel] = ErrorReply
-    # Headers a client may send (name -> description), e.g. Idempotency-Key.
-    headers: dict[str, str] = field(default_factory=dict)
+    # Headers a client may send (name -> description, or a pydantic Field whose description
+    # and string constraints describe it), e.g. Idempotency-Key.
+    headers: dict[str, str | FieldInfo] = field(default_factory=dict)
 
     @property
     def ok_status(self) -> int:
@@ -261,7 +263,7 @@ def operation(
     tags: tuple[str, ...] = (),
     description: str | None = None,
     error_model: type[BaseModel] = ErrorReply,
-    headers: dict[str, str] | None = None,
+    headers: dict[str, str | FieldInfo] | None = None,
 ) -> Callable[[View], View]:
     """Declare a view's query, body and replies (see the module docstring)."""
     op = Operation(

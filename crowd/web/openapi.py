@@ -8,10 +8,11 @@ drift from what the server does.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from flask import Blueprint, Flask, current_app
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
+from pydantic.fields import FieldInfo
 from pydantic.json_schema import models_json_schema
 from werkzeug.routing import IntegerConverter, Rule
 
@@ -81,7 +82,8 @@ def _description(returns: Any, status: int) -> str:
     return doc[0] if doc and status < 300 else ERROR_TEXT.get(status, "Error")
 
 
-def _statuses(op: Operation, rule: Rule) -> list[int]:
+def _statuses(op: Operation, rule: Rule) -> dict[int, str]:
+    """The error statuses of the operation, each with its description."""
     statuses = {400, 413, 422, 503, *op.errors}
     if set(op.auth) - {ANYONE}:
         statuses |= {401, 403}
@@ -89,7 +91,17 @@ def _statuses(op: Operation, rule: Rule) -> list[int]:
         statuses.add(404)
     if op.body is not None or op.raw_body is not None:
         statuses.add(415)
-    return sorted(statuses - set(op.responses))
+    # An API whose error model answers some statuses as others (Scale's 422s are 400s) or
+    # never (None) says so in the model's `answered_as`.
+    answered_as: dict[int, int | None] = getattr(op.error_model, "answered_as", {})
+    texts: dict[int, list[str]] = {}
+    for status in sorted(statuses):
+        answer = answered_as.get(status, status)
+        if answer is not None and answer not in op.responses:
+            texts.setdefault(answer, []).append(ERROR_TEXT.get(status, "Error"))
+    return {status: "; or ".join(part if i == 0 else part[0].lower() + part[1:]
+                                 for i, part in enumerate(parts))
+            for status, parts in sorted(texts.items())}  # fmt: skip
 
 
 def _operation(op: Operation, rule: Rule, schemas: dict[Any, Any]) -> dict[str, Any]:
@@ -101,18 +113,22 @@ def _operation(op: Operation, rule: Rule, schemas: dict[Any, Any]) -> dict[str, 
             parameters.append({"name": name, "in": "query", "required": name in required,
                                "schema": prop, **({"description": prop["description"]}
                                                   if "description" in prop else {})})  # fmt: skip
-    for name, text in op.headers.items():
+    for name, declared in op.headers.items():
+        text, schema = declared, {"type": "string"}
+        if isinstance(declared, FieldInfo):
+            schema = TypeAdapter(Annotated[str, declared]).json_schema()
+            text = schema.pop("description", "")
         parameters.append({"name": name, "in": "header", "required": False,
-                           "description": text, "schema": {"type": "string"}})  # fmt: skip
+                           "description": text, "schema": schema})  # fmt: skip
     responses: dict[str, Any] = {}
     for status, returns in sorted(op.responses.items()):
         responses[str(status)] = {
             "description": _description(returns, status),
             "content": _content(returns, schemas, "serialization"),
         }
-    for status in _statuses(op, rule):
+    for status, text in _statuses(op, rule).items():
         responses[str(status)] = {
-            "description": ERROR_TEXT.get(status, "Error"),
+            "description": text,
             "content": _content(op.error_model, schemas, "serialization"),
         }
         if status == 503:

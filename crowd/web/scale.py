@@ -3,7 +3,8 @@
 `ScaleClient(api_key, api_instance_url="http://HOST/v1")` works against it: the client sends
 the key as the user name of HTTP Basic auth, reads only 200 replies as success, and maps
 other statuses to its exceptions from the `error` field of the JSON body, which is why every
-success here is a 200 and every error is `{"status_code", "error"}` (422s become 400s).
+success here is a 200 and every error is a ScaleError `{"status_code", "error", "type"}`
+(422s become 400s).
 
 A POST with an `Idempotency-Key` header is done once: the same key with the same request
 gets the stored reply, with another request a 409.
@@ -11,11 +12,14 @@ gets the stored reply, with another request a 409.
 
 from __future__ import annotations
 
-import math
+import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
+import sqlalchemy.exc
 from flask import Blueprint, jsonify, request
+from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -25,19 +29,75 @@ from crowd import scale, scale_listing
 from crowd.accounts import authenticate
 from crowd.app import platform
 from crowd.exceptions import AlreadyExists, AuthenticationError, CrowdError, ValidationError
-from crowd.scale_params import request_hash
+from crowd.scale_params import CATEGORIZATION, COMPARISON, TASK_TYPES, request_hash
 from crowd.storage import Experimenter, IdempotentReply, ItemKind
-from crowd.web.common import bearer_token, json_body
+from crowd.web.common import bearer_token
+from crowd.web.contract import EXPERIMENTER, SCALE, FieldProblem, View, operation, read_json
+from crowd.web.schemas.scale import (
+    Audit,
+    BatchesQuery,
+    CancelQuery,
+    NewBatch,
+    NewCategorizationQualityTask,
+    NewCategorizationTask,
+    NewComparisonQualityTask,
+    NewComparisonTask,
+    NewProject,
+    ScheduleQuery,
+    TasksQuery,
+)
+from crowd.web.schemas.scale_replies import (
+    AnyTask,
+    Batch,
+    BatchList,
+    BatchState,
+    CallbackAuthKey,
+    Project,
+    Projects,
+    QualityTask,
+    ScaleError,
+    Schedule,
+    Task,
+    TaskList,
+)
+from models.reward.schedule import LabelSchedule
 
+log = logging.getLogger(__name__)
 bp = Blueprint("scale", __name__, url_prefix="/v1")
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 MAX_IDEMPOTENCY_KEY = 255
-Handler = Callable[[Session, Experimenter, dict[str, Any]], dict[str, Any]]
+Handler = Callable[[Session, Experimenter], dict[str, Any]]
+# scaleapi sends the key as HTTP Basic's user name; a Bearer key is taken too.
+AUTH = (SCALE, EXPERIMENTER)
+TAGS = ("scale",)
+IDEMPOTENCY = {
+    IDEMPOTENCY_HEADER: Field(
+        min_length=1, max_length=MAX_IDEMPOTENCY_KEY,
+        description="the same key with the same request again gets the first reply; with "
+        "another request, a 409",
+    )
+}
 
 
-def _error(status: int, message: str, kind: str) -> Any:
-    reply = jsonify(status_code=status, error=message, type=kind)
+def _read(summary: str, reply: type[BaseModel], **declared: Any) -> Callable[[View], View]:
+    return operation(summary, responses={200: reply}, auth=AUTH, tags=TAGS,
+                     error_model=ScaleError, **declared)  # fmt: skip
+
+
+def _write(summary: str, reply: type[BaseModel], errors: tuple[int, ...] = (),
+           **declared: Any) -> Callable[[View], View]:  # fmt: skip
+    """A POST: done once per Idempotency-Key, so a key reused for another request is a 409."""
+    return operation(summary, responses={200: reply}, auth=AUTH, tags=TAGS,
+                     error_model=ScaleError, headers=IDEMPOTENCY, errors=(409, *errors),
+                     **declared)  # fmt: skip
+
+
+def _error(status: int, message: str, kind: str, problems: list[FieldProblem] | None = None,
+           where: str | None = None) -> Any:  # fmt: skip
+    body = ScaleError(status_code=status, error=message, type=kind, field=where or None,
+                      errors=problems or None)  # fmt: skip
+    reply = jsonify(body.model_dump(mode="json", exclude_none=True))
     reply.status_code = status
     if status == 401:
         reply.headers["WWW-Authenticate"] = 'Basic realm="crowd"'
@@ -47,13 +107,37 @@ def _error(status: int, message: str, kind: str) -> Any:
 @bp.errorhandler(CrowdError)
 def crowd_error(error: CrowdError) -> Any:
     # scaleapi knows 400 (invalid request), not 422.
-    status = 400 if isinstance(error, ValidationError) and error.status == 422 else error.status
-    return _error(status, str(error), type(error).__name__)
+    status = 400 if error.status == 422 else error.status
+    kind = getattr(error, "kind", None) or type(error).__name__
+    return _error(status, str(error), kind, getattr(error, "problems", None),
+                  getattr(error, "where", None))  # fmt: skip
+
+
+@bp.errorhandler(sqlalchemy.exc.DataError)
+def data_error(error: sqlalchemy.exc.DataError) -> Any:
+    # The models should have refused it; the database refusing a value is still the input's.
+    log.warning("the database refused a value: %s", error.orig)
+    message = "a value does not fit what the database stores (too long or out of range)"
+    return _error(400, message, "ValidationError")
 
 
 @bp.errorhandler(HTTPException)
 def http_error(error: HTTPException) -> Any:
     return _error(error.code or 500, str(error.description), error.name)
+
+
+CREATE_PATH = re.compile(r"/v1/(?:task|evaluation_tasks|training_tasks)/([^/]+)")
+
+
+def unrouted(error: HTTPException) -> Any:
+    """A /v1 URL no route takes (crowd.web answers it here), in Scale's error shape; a task
+    type this server does not speak says so, as scaleapi's create_task expects a 400."""
+    match = CREATE_PATH.fullmatch(request.path)
+    if request.method == "POST" and match is not None and match[1] not in TASK_TYPES:
+        message = (f"task type {match[1]!r} is not available here: this server speaks "
+                   f"{' and '.join(TASK_TYPES)} tasks")  # fmt: skip
+        return _error(400, f"type: {message}", "ValidationError", where="type")
+    return http_error(error)
 
 
 def experimenter(session: Session) -> Experimenter:
@@ -70,17 +154,17 @@ def experimenter(session: Session) -> Experimenter:
 
 def _post(handler: Handler) -> Any:
     """Run a POST in one transaction, once per Idempotency-Key."""
-    body = json_body()
     key = request.headers.get(IDEMPOTENCY_HEADER)
     with platform().db.session() as session:
         owner = experimenter(session)
         if key is None:
-            return handler(session, owner, body), 200
+            return handler(session, owner), 200
         if not 0 < len(key) <= MAX_IDEMPOTENCY_KEY:
             raise ValidationError(
                 f"must be 1 to {MAX_IDEMPOTENCY_KEY} characters", IDEMPOTENCY_HEADER
             )
-        fingerprint = request_hash(request.method, request.path, request.args.to_dict(False), body)
+        fingerprint = request_hash(request.method, request.path, request.args.to_dict(False),
+                                   read_json())  # fmt: skip
         stored = session.scalar(
             select(IdempotentReply).where(
                 IdempotentReply.experimenter_id == owner.id, IdempotentReply.key == key
@@ -93,7 +177,7 @@ def _post(handler: Handler) -> Any:
                     "key with each new request"
                 )
             return stored.body, stored.status_code
-        reply = handler(session, owner, body)
+        reply = handler(session, owner)
         try:
             with session.begin_nested():
                 session.add(IdempotentReply(experimenter_id=owner.id, key=key,
@@ -106,30 +190,58 @@ def _post(handler: Handler) -> Any:
         return reply, 200
 
 
-def _args() -> dict[str, list[str]]:
-    return request.args.to_dict(flat=False)
+def _create(task_type: str, body: BaseModel, kind: ItemKind = ItemKind.REAL) -> Any:
+    """A task of the checked body (only the fields sent, so its fingerprint is the request's)."""
+    fields = body.model_dump(exclude_unset=True)
+    as_json = scale.task_json if kind == ItemKind.REAL else scale.quality_task_json
+    return _post(lambda s, owner: as_json(scale.create_task(s, owner, task_type, fields, kind)))
 
 
 # -- tasks -------------------------------------------------------------------------------------
-@bp.post("/task/<task_type>")
-def create_task(task_type: str) -> Any:
-    return _post(lambda s, owner, body: scale.task_json(
-        scale.create_task(s, owner, task_type, body)))  # fmt: skip
+@bp.post("/task/comparison")
+@_write("Create a comparison task: pick the best of 2 to 8 texts for a context",
+        Task, body=NewComparisonTask, errors=(404,))  # fmt: skip
+def create_comparison_task(body: NewComparisonTask) -> Any:
+    return _create(COMPARISON, body)
 
 
-@bp.post("/evaluation_tasks/<task_type>")
-def create_evaluation_task(task_type: str) -> Any:
-    return _post(lambda s, owner, body: scale.quality_task_json(
-        scale.create_task(s, owner, task_type, body, ItemKind.GOLD)))  # fmt: skip
+@bp.post("/task/categorization")
+@_write("Create a categorization task: pick one of 2 to 8 categories for a text",
+        Task, body=NewCategorizationTask, errors=(404,))  # fmt: skip
+def create_categorization_task(body: NewCategorizationTask) -> Any:
+    return _create(CATEGORIZATION, body)
 
 
-@bp.post("/training_tasks/<task_type>")
-def create_training_task(task_type: str) -> Any:
-    return _post(lambda s, owner, body: scale.quality_task_json(
-        scale.create_task(s, owner, task_type, body, ItemKind.TRAINING)))  # fmt: skip
+@bp.post("/evaluation_tasks/comparison")
+@_write("Create an evaluation comparison task: a gold item with its expected choice",
+        QualityTask, body=NewComparisonQualityTask, errors=(404,))  # fmt: skip
+def create_comparison_evaluation_task(body: NewComparisonQualityTask) -> Any:
+    return _create(COMPARISON, body, ItemKind.GOLD)
+
+
+@bp.post("/evaluation_tasks/categorization")
+@_write("Create an evaluation categorization task: a gold item with its expected category",
+        QualityTask, body=NewCategorizationQualityTask, errors=(404,))  # fmt: skip
+def create_categorization_evaluation_task(body: NewCategorizationQualityTask) -> Any:
+    return _create(CATEGORIZATION, body, ItemKind.GOLD)
+
+
+@bp.post("/training_tasks/comparison")
+@_write("Create a training comparison task: shown first, with its expected choice as feedback",
+        QualityTask, body=NewComparisonQualityTask, errors=(404,))  # fmt: skip
+def create_comparison_training_task(body: NewComparisonQualityTask) -> Any:
+    return _create(COMPARISON, body, ItemKind.TRAINING)
+
+
+@bp.post("/training_tasks/categorization")
+@_write("Create a training categorization task: shown first, with its expected category",
+        QualityTask, body=NewCategorizationQualityTask, errors=(404,))  # fmt: skip
+def create_categorization_training_task(body: NewCategorizationQualityTask) -> Any:
+    return _create(CATEGORIZATION, body, ItemKind.TRAINING)
 
 
 @bp.get("/task/<task_id>")
+@_read("A task, with its response once completed", AnyTask)
 def get_task(task_id: str) -> Any:
     with platform().db.read_session() as session:
         task = scale.get_task(session, experimenter(session), task_id)
@@ -139,109 +251,108 @@ def get_task(task_id: str) -> Any:
 
 
 @bp.post("/task/<task_id>/cancel")
-def cancel_task(task_id: str) -> Any:
-    clear = request.args.get("clear_unique_id", "false")
-    if clear not in ("true", "false"):
-        raise ValidationError("must be true or false", "clear_unique_id")
-    return _post(lambda s, owner, _body: scale.task_json(
-        scale.cancel_task(s, owner, task_id, clear == "true")))  # fmt: skip
+@_write("Cancel a pending task: it is no longer served", Task, query=CancelQuery)
+def cancel_task(task_id: str, query: CancelQuery) -> Any:
+    return _post(lambda s, owner: scale.task_json(
+        scale.cancel_task(s, owner, task_id, query.clear_unique_id)))  # fmt: skip
 
 
 @bp.post("/task/<task_id>/audit")
-def audit_task(task_id: str) -> Any:
-    return _post(lambda s, owner, body: scale.task_json(
-        scale.audit_task(s, owner, task_id, body)))  # fmt: skip
+@_write("Accept or reject a completed task's response", Task, body=Audit)
+def audit_task(task_id: str, body: Audit) -> Any:
+    return _post(lambda s, owner: scale.task_json(
+        scale.audit_task(s, owner, task_id, body.accepted, body.comments)))  # fmt: skip
 
 
 @bp.get("/tasks")
-def list_tasks() -> Any:
+@_read("Customer tasks, oldest first, paged by next_token", TaskList, query=TasksQuery,
+       errors=(404,))  # fmt: skip
+def list_tasks(query: TasksQuery) -> Any:
+    filters = query.model_dump(exclude={"limit", "next_token", "limited_response",
+                                        "include_attachment_url"})  # fmt: skip
     with platform().db.read_session() as session:
-        return scale_listing.list_tasks(session, experimenter(session), _args())
+        return scale_listing.list_tasks(session, experimenter(session), filters, query.limit,
+                                        query.next_token, query.limited_response)  # fmt: skip
 
 
 # -- projects ----------------------------------------------------------------------------------
 @bp.post("/projects")
-def create_project() -> Any:
-    return _post(lambda s, owner, body: scale.project_json(
-        scale.create_project(s, owner, body)))  # fmt: skip
+@_write("Create a project and its comparison study", Project, body=NewProject)
+def create_project(body: NewProject) -> Any:
+    params = None if body.params is None else body.params.model_dump(exclude_unset=True)
+    return _post(lambda s, owner: scale.project_json(
+        scale.create_project(s, owner, body.name, body.type, params)))  # fmt: skip
 
 
 @bp.get("/projects")
+@_read("Your projects", Projects)
 def list_projects() -> Any:
     with platform().db.read_session() as session:
         projects = scale.list_projects(session, experimenter(session))
-        return jsonify([scale.project_json(project) for project in projects])
+        return [scale.project_json(project) for project in projects]
 
 
 @bp.get("/projects/<name>")
+@_read("A project, with its study", Project)
 def get_project(name: str) -> Any:
     with platform().db.read_session() as session:
         return scale.project_json(scale.get_project(session, experimenter(session), name))
 
 
 @bp.get("/projects/<name>/label_schedule")
-def label_schedule(name: str) -> Any:
-    """The online label schedule l(n) of Ziegler et al. (2019) for this project.
-
-    Query: step (the policy step n), initial (N0), total (N), policy_steps (N_pi) and
-    optionally min_outstanding (default 1000). The reply says how many labels should be in
-    hand before step n, how many the project has (completed tasks) and has outstanding
-    (pending tasks), and how many new tasks to send now.
-    """
-    from models.reward.schedule import MIN_OUTSTANDING, LabelSchedule
-
-    def number(key: str, default: float | None = None, whole: bool = True) -> Any:
-        raw = request.args.get(key)
-        if raw is None:
-            if default is None:
-                raise ValidationError(f"give {key} as a query parameter", key)
-            return default
-        try:
-            value = int(raw) if whole else float(raw)
-        except ValueError:
-            raise ValidationError("must be a number" + (" (whole)" if whole else ""), key) from None
-        if not math.isfinite(value) or value < 0 or value > 10**12:
-            raise ValidationError("must be between 0 and 10^12", key)
-        return value
-
-    schedule = LabelSchedule(
-        initial=number("initial"), total=number("total"), policy_steps=number("policy_steps"),
-        min_outstanding=number("min_outstanding", MIN_OUTSTANDING),
-    )  # fmt: skip
-    step = number("step", whole=False)
+@_read("The online label schedule of Ziegler et al. (2019) for this project", Schedule,
+       query=ScheduleQuery,
+       description="l(n) = N0 + (N - N0)(1 - (1 - n/N_pi)^2) labels should be in hand before "
+       "policy step n, and at least min_outstanding label requests open: the reply says how "
+       "many the project has (completed tasks) and has outstanding (pending tasks), and how "
+       "many new tasks to send now.")  # fmt: skip
+def label_schedule(name: str, query: ScheduleQuery) -> Any:
+    schedule = LabelSchedule(initial=query.initial, total=query.total,
+                             policy_steps=query.policy_steps,
+                             min_outstanding=query.min_outstanding)  # fmt: skip
     with platform().db.read_session() as session:
         project = scale.get_project(session, experimenter(session), name)
         counts = scale.task_counts(session, project)
-    reply = schedule.to_json(step, counts["completed"], counts["pending"])
+    reply = schedule.to_json(query.step, counts["completed"], counts["pending"])
     return {"project": name, **reply}
 
 
 # -- batches -----------------------------------------------------------------------------------
 @bp.post("/batches")
-def create_batch() -> Any:
-    return _post(lambda s, owner, body: scale.batch_json(
-        s, scale.create_batch(s, owner, body)))  # fmt: skip
+@_write("Create a batch of a project: its tasks wait until it is finalized", Batch,
+        body=NewBatch, errors=(404,))  # fmt: skip
+def create_batch(body: NewBatch) -> Any:
+    return _post(lambda s, owner: scale.batch_json(
+        s, scale.create_batch(s, owner, body.project, body.name, body.metadata)))  # fmt: skip
 
 
 @bp.get("/batches")
-def list_batches() -> Any:
+@_read("Your batches, oldest first, paged by offset", BatchList, query=BatchesQuery,
+       errors=(404,))  # fmt: skip
+def list_batches(query: BatchesQuery) -> Any:
     with platform().db.read_session() as session:
-        return scale_listing.list_batches(session, experimenter(session), _args())
+        return scale_listing.list_batches(
+            session, experimenter(session), project=query.project, status=query.status,
+            start_time=query.start_time, end_time=query.end_time, limit=query.limit,
+            offset=query.offset,
+        )  # fmt: skip
 
 
 @bp.get("/batches/<name>")
+@_read("A batch, with its tasks by status", Batch)
 def get_batch(name: str) -> Any:
     with platform().db.read_session() as session:
         return scale.batch_json(session, scale.get_batch(session, experimenter(session), name))
 
 
 @bp.post("/batches/<name>/finalize")
+@_write("Release the batch's tasks to workers (again: no change)", Batch)
 def finalize_batch(name: str) -> Any:
-    return _post(lambda s, owner, _body: scale.batch_json(
-        s, scale.finalize_batch(s, owner, name)))  # fmt: skip
+    return _post(lambda s, owner: scale.batch_json(s, scale.finalize_batch(s, owner, name)))
 
 
 @bp.get("/batches/<name>/status")
+@_read("The batch's status and its tasks by status", BatchState)
 def batch_status(name: str) -> Any:
     with platform().db.read_session() as session:
         return scale.batch_status(session, scale.get_batch(session, experimenter(session), name))
@@ -249,82 +360,10 @@ def batch_status(name: str) -> Any:
 
 # -- the account ---------------------------------------------------------------------------------
 @bp.get("/callback_auth_key")
+@_read("The secret every callback carries in its scale-callback-auth header", CallbackAuthKey)
 def callback_auth_key() -> Any:
-    """The secret every callback carries in its scale-callback-auth header (created once)."""
+    """The secret is created on first use, so this GET may write."""
     with platform().db.session() as session:
         owner = experimenter(session)
         return {"callback_auth_key": scale.callback_auth_key(session, owner.id),
                 "header": "scale-callback-auth"}  # fmt: skip
-
-
-# -- the OpenAPI description (merged into /openapi.json by crowd.web.openapi) --------------------
-def _op(summary: str, params: tuple[str, ...] = (), query: tuple[str, ...] = (),
-        body: bool = False) -> dict[str, Any]:  # fmt: skip
-    parameters = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-        for name in params
-    ] + [{"name": name, "in": "query", "schema": {"type": "string"}} for name in query]
-    operation: dict[str, Any] = {
-        "summary": summary,
-        "tags": ["scale"],
-        "parameters": parameters,
-        "security": [{"scaleBasic": []}, {"apiKey": []}],
-        "responses": {"200": {"description": "ok"},
-                      "4XX": {"description": "{status_code, error}"}},
-    }  # fmt: skip
-    if body:
-        operation["requestBody"] = {"content": {"application/json": {"schema": {"type": "object"}}}}
-    return operation
-
-
-TASK_CREATE = (
-    "Create a {kind} of the task type (comparison: instruction, attachments, choices; "
-    "categorization: attachment, categories, instruction; both: project, batch, callback_url, "
-    "metadata, tags, unique_id{extra}); optional Idempotency-Key header"
-)
-
-
-def openapi_paths() -> dict[str, Any]:
-    """The /v1 routes for /openapi.json."""
-    task_query = tuple(sorted(scale_listing.TASK_LIST_PARAMS))
-    batch_query = tuple(sorted(scale_listing.BATCH_LIST_PARAMS))
-    return {
-        "/v1/task/{task_type}": {"post": _op(
-            TASK_CREATE.format(kind="task", extra=""), ("task_type",), body=True)},
-        "/v1/evaluation_tasks/{task_type}": {"post": _op(
-            TASK_CREATE.format(kind="gold (evaluation) task", extra=", expected_response"),
-            ("task_type",), body=True)},
-        "/v1/training_tasks/{task_type}": {"post": _op(
-            TASK_CREATE.format(kind="training task", extra=", expected_response"),
-            ("task_type",), body=True)},
-        "/v1/task/{task_id}": {"get": _op("A task, with its response once completed",
-                                          ("task_id",))},
-        "/v1/task/{task_id}/cancel": {"post": _op(
-            "Cancel a pending task", ("task_id",), ("clear_unique_id",))},
-        "/v1/task/{task_id}/audit": {"post": _op(
-            "Accept or reject a completed task: {accepted, comments}", ("task_id",), body=True)},
-        "/v1/tasks": {"get": _op("Customer tasks, oldest first, paged by next_token",
-                                 query=task_query)},
-        "/v1/projects": {
-            "get": _op("Your projects"),
-            "post": _op("Create a project and its study: {name, type, params: {instruction, "
-                        "crowd: <study config>}}", body=True),
-        },
-        "/v1/projects/{name}": {"get": _op("A project (with its study id)", ("name",))},
-        "/v1/projects/{name}/label_schedule": {
-            "get": _op("The online label schedule l(n) = N0 + (N - N0)(1 - (1 - n/N_pi)^2): "
-                       "query step, initial, total, policy_steps, min_outstanding (1000); "
-                       "labels wanted, completed, pending and tasks to send now", ("name",))
-        },
-        "/v1/batches": {
-            "get": _op("Your batches (offset paging)", query=batch_query),
-            "post": _op("Create a batch: {project, name, metadata, callback}", body=True),
-        },
-        "/v1/batches/{name}": {"get": _op("A batch", ("name",))},
-        "/v1/batches/{name}/finalize": {"post": _op(
-            "Release the batch's tasks to workers", ("name",))},
-        "/v1/batches/{name}/status": {"get": _op("Counts of the batch's tasks by status",
-                                                ("name",))},
-        "/v1/callback_auth_key": {"get": _op(
-            "The secret sent as the scale-callback-auth header of every callback")},
-    }  # fmt: skip

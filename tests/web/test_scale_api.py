@@ -23,6 +23,7 @@ from crowd.accounts import create_api_key
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from crowd.storage import Database, Delivery, Item, ItemKind, Study
+from crowd.web.schemas.scale_replies import ScaleError
 
 CANDIDATES = ["a calm reply", "a rude reply", "a vivid reply", "a dull reply"]
 
@@ -141,7 +142,7 @@ def test_projects_are_studies(scale: ScaleClient, db: Database) -> None:
         scale.create_project("boxes", TaskType.ImageAnnotation)
     with pytest.raises(ScaleInvalidRequest, match="annotations_per_item"):
         project(scale, "bad", annotations_per_item=0)
-    with pytest.raises(ScaleInvalidRequest, match="unknown project params"):
+    with pytest.raises(ScaleInvalidRequest, match="params.colour: unknown field"):
         scale.create_project("odd", TaskType.Comparison, params={"colour": "red"})
 
 
@@ -184,12 +185,12 @@ def test_a_categorization_task_becomes_a_pick_of_its_categories(
     ("change", "message"),
     [
         ({"attachments": ["only one"]}, "attachments"),
-        ({"attachments": [f"c{i}" for i in range(9)]}, "2 to 8"),
+        ({"attachments": [f"c{i}" for i in range(9)]}, "at most 8 items"),
         ({"attachments": ["same", "same"]}, "must all differ"),
         ({"attachment_type": "image"}, "attachment_type"),
         ({"fields": {"why": "Why?"}}, "fields"),
         ({"instruction": None}, "instruction"),
-        ({"colour": "red"}, "unknown parameters"),
+        ({"colour": "red"}, "colour: unknown field"),
         ({"choices": ["A", "B"]}, "choices"),
         ({"callback_url": "me@example.org"}, "callback_url"),
         ({"tags": "x" * 300}, "tags"),
@@ -466,6 +467,77 @@ def test_openapi_describes_every_v1_route(app: Flask, client: Any) -> None:
     for rule in app.url_map.iter_rules():
         if rule.rule.startswith("/v1/"):
             assert rule.rule.replace("<", "{").replace(">", "}") in documented, rule.rule
+
+
+def test_openapi_gives_v1_its_bodies_and_scales_errors(client: Any) -> None:
+    spec = client.get("/openapi.json").get_json()
+    schemas = spec["components"]["schemas"]
+    operations = [op for path, item in spec["paths"].items() if path.startswith("/v1/")
+                  for op in item.values()]  # fmt: skip
+    assert len(operations) == 20
+    for op in operations:
+        assert set(op["responses"]) >= {"200", "400", "401", "503"}, op["operationId"]
+        # scaleapi knows 400 for an invalid request; the keys are the experimenter's own.
+        assert not set(op["responses"]) & {"422", "403"}, op["operationId"]
+        assert op["responses"]["400"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/ScaleError"}  # fmt: skip
+    create = spec["paths"]["/v1/task/comparison"]["post"]
+    body = create["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/NewComparisonTask"}
+    task = schemas["NewComparisonTask"]
+    assert task["additionalProperties"] is False
+    assert {"instruction", "attachments"} <= set(task["required"])
+    assert task["properties"]["attachments"]["maxItems"] == 8
+    header = next(p for p in create["parameters"] if p["name"] == "Idempotency-Key")
+    assert (header["in"], header["schema"]["maxLength"]) == ("header", 255)
+    assert set(schemas["ScaleError"]["required"]) == {"status_code", "error", "type"}
+    assert "ExpectedChoice" in schemas and "QualityTask" in schemas
+
+
+def test_invalid_requests_are_400s_naming_every_field(http: Any) -> None:
+    body = {"name": "rl", "type": "comparison", "params": {"crowd": {"attention_rate": 0.0}}}
+    assert http.post("/v1/projects", body).status_code == 200
+    task = {"project": "rl", "instruction": "x", "colour": "red", "tags": ["ok", 7],
+            "attachments": ["a", "b", {"type": "text", "content": "c" * 10_001}]}  # fmt: skip
+    reply = http.post("/v1/task/comparison", task)
+    assert reply.status_code == 400
+    error = ScaleError.model_validate(reply.json())
+    assert (error.status_code, error.type) == (400, "ValidationError")
+    problems = {problem.field: problem.message for problem in error.errors or []}
+    assert set(problems) == {"colour", "tags[1]", "attachments[2]"}
+    assert "the allowed fields are attachment_type, attachments" in problems["colour"]
+    assert "content: String should have at most 10000 characters" in problems["attachments[2]"]
+    gold = {"project": "rl", "instruction": "x", "attachments": CANDIDATES,
+            "expected_response": {"choice": 1, "why": "it is kind"}}  # fmt: skip
+    reply = http.post("/v1/evaluation_tasks/comparison", gold)
+    assert reply.status_code == 400 and reply.json()["field"] == "expected_response.why"
+    odd = {"name": "odd", "type": "comparison", "params": {"instruction": "x", "crowds": {}}}
+    assert http.post("/v1/projects", odd).json()["field"] == "params.crowds"
+    big = {"project": "rl", "name": "b", "metadata": {"blob": "x" * 50_001}}
+    reply = http.post("/v1/batches", big)
+    assert reply.status_code == 400 and reply.json()["field"] == "metadata"
+    audit = http.post("/v1/task/0/audit", {"accepted": "yes"})  # no "yes" for true
+    assert audit.status_code == 400 and audit.json()["field"] == "accepted"
+    key = {"Idempotency-Key": "k" * 256}
+    assert http.post("/v1/batches", {"project": "rl", "name": "b"}, headers=key).json()[
+        "field"] == "Idempotency-Key"  # fmt: skip
+    for query, field in [("limit=101", "limit"), ("status=done", "status"),
+                         ("start_time=yesterday", "start_time"), ("colour=red", "colour"),
+                         ("customer_review_status=accepted,maybe", "customer_review_status[1]")]:
+        reply = http.get(f"/v1/tasks?project=rl&{query}")
+        assert (reply.status_code, reply.json()["field"]) == (400, field), query
+    schedule = http.get("/v1/projects/rl/label_schedule?step=1&initial=0&total=9&policy_steps=0")
+    assert (schedule.status_code, schedule.json()["field"]) == (400, "policy_steps")
+
+
+def test_an_unknown_task_type_says_which_types_are_spoken(scale: ScaleClient, http: Any) -> None:
+    project(scale)
+    with pytest.raises(ScaleInvalidRequest, match="'imageannotation' is not available here"):
+        scale.create_task(TaskType.ImageAnnotation, project="rl", attachment="x")
+    with pytest.raises(ScaleInvalidRequest, match="comparison and categorization"):
+        scale.create_evaluation_task(TaskType.TextCollection, project="rl")
+    missing = http.get("/v1/no_such_route")
+    assert missing.status_code == 404 and missing.json()["status_code"] == 404
 
 
 def test_the_online_label_schedule_counts_the_projects_tasks(scale: ScaleClient, http: Any) -> None:

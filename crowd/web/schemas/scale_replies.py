@@ -1,0 +1,261 @@
+"""The replies of the Scale-compatible API under /v1: tasks, projects, batches and errors.
+
+Shaped as scaleapi reads them (https://docs.scale.com/reference), with where each object
+lives here (its study, its item) under `crowd`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, RootModel, SerializerFunctionWrapHandler, model_serializer
+
+from crowd.web.contract import FieldProblem, Reply
+from crowd.web.schemas.scale import BatchStatus, TaskStatus, TaskType
+
+
+class ScaleError(Reply):
+    """Every error of the Scale-compatible API"""
+
+    # scaleapi reads only `error` and knows 400 (not 422) for an invalid request; the API
+    # keys are an experimenter's own, so nothing here is forbidden (403) rather than missing.
+    answered_as: ClassVar[dict[int, int | None]] = {422: 400, 403: None}
+
+    status_code: int = Field(ge=400, le=599, description="the HTTP status again")
+    error: str = Field(description="what went wrong and how to fix it")
+    type: str = Field(description="the kind of error, e.g. ValidationError or NotFound")
+    field: str | None = Field(default=None, description="the field to fix, when one is at fault")
+    errors: list[FieldProblem] | None = Field(
+        default=None, description="every problem found, when the body or query was invalid"
+    )
+
+
+class ScaleReply(Reply):
+    """A Scale object: optional keys it does not have are left out, as Scale does."""
+
+    # No return annotation: pydantic would describe the reply by it instead of the fields.
+    @model_serializer(mode="wrap")
+    def _leave_out_unset(self, handler: SerializerFunctionWrapHandler):
+        data = handler(self)
+        fields = type(self).model_fields
+        return {key: value for key, value in data.items()
+                if key in self.model_fields_set or fields[key].is_required()}  # fmt: skip
+
+
+class TaskCrowd(ScaleReply):
+    """Where the task lives here: its study, its item and its kind"""
+
+    study_id: int = Field(description="the project's study")
+    item_id: int = Field(description="the task's item in that study")
+    kind: Literal["real", "gold", "training"] = Field(
+        description="real: a customer task; gold: an evaluation task; training: a training task"
+    )
+
+
+class ComparisonParams(ScaleReply):
+    """A comparison task's params: the candidate texts and their names"""
+
+    attachment_type: Literal["text"]
+    attachments: list[str]
+    choices: list[str] | None = None
+
+
+class CategorizationParams(ScaleReply):
+    """A categorization task's params: the text and its categories"""
+
+    attachment_type: Literal["text"]
+    attachment: str
+    categories: list[str]
+
+
+class ComparisonResponse(ScaleReply):
+    """A completed comparison: the majority pick of the accepted answers"""
+
+    choice: int = Field(description="the index of the attachment most accepted answers picked")
+    chosen: str = Field(description="its text")
+    label: str | None = Field(default=None, description="its choice name, when named")
+    votes: list[int] = Field(description="accepted answers per attachment")
+    responses: int = Field(description="accepted answers in all")
+    agreement: float = Field(description="the winner's share of them")
+
+
+class CategorizationResponse(ScaleReply):
+    """A completed categorization: the majority category"""
+
+    category: str = Field(description="the category most accepted answers picked")
+    votes: dict[str, int] = Field(description="accepted answers per category")
+    responses: int
+    agreement: float
+
+
+class AuditRecord(ScaleReply):
+    """A customer's acceptance or rejection of the response"""
+
+    accepted: bool
+    comments: str | None
+    source: Literal["customer"]
+    created_at: str
+
+
+class Task(ScaleReply):
+    """A task in Scale's shape, with where it lives here under `crowd`"""
+
+    task_id: str
+    type: TaskType
+    status: TaskStatus
+    created_at: str
+    updated_at: str
+    instruction: str | None
+    params: ComparisonParams | CategorizationParams
+    metadata: dict[str, Any]
+    tags: list[str]
+    callback_url: str = Field(description="empty when there is none")
+    project: str
+    is_test: bool
+    audits: list[AuditRecord]
+    callback_succeeded: bool | None = Field(
+        description="null until the callback got a 2xx (true) or was given up (false)"
+    )
+    crowd: TaskCrowd
+    unique_id: str | None = None
+    batch: str | None = None
+    customer_review_status: Literal["accepted", "rejected"] | None = None
+    completed_at: str | None = None
+    response: ComparisonResponse | CategorizationResponse | None = Field(
+        default=None, description="the majority of the accepted answers, once completed"
+    )
+
+
+class QualityTask(Task):
+    """An evaluation or training task, with its expected response"""
+
+    id: str = Field(description="the task_id again (scaleapi's EvaluationTask reads it)")
+    expected_response: dict[str, Any] | None = Field(
+        description="as sent: {choice} of a comparison, {category} of a categorization"
+    )
+
+
+class AnyTask(RootModel[QualityTask | Task]):
+    """A task; an evaluation or training task also carries id and expected_response"""
+
+
+class LimitedTask(ScaleReply):
+    """A task of a limited_response listing"""
+
+    task_id: str
+    status: TaskStatus
+    metadata: dict[str, Any]
+    project: str
+
+
+class TaskList(ScaleReply):
+    """A page of customer tasks, oldest first"""
+
+    docs: list[Task | LimitedTask]
+    total: int = Field(description="tasks matching the filters, on every page")
+    limit: int
+    offset: int = Field(description="tasks before this page")
+    has_more: bool
+    next_token: str | None = Field(description="send it back for the next page")
+
+
+class StudySummary(ScaleReply):
+    """The project's study: how its tasks are served"""
+
+    study_id: int
+    hit_type: str
+    study_status: Literal["draft", "published", "paused", "completed"]
+    providers: list[str]
+    annotations_per_item: int | None
+
+
+class ProjectParamsReply(ScaleReply):
+    """A project's params as sent"""
+
+    instruction: str | None = None
+    crowd: dict[str, Any] | None = Field(default=None, description="the study settings sent")
+
+
+class ParamVersion(ProjectParamsReply):
+    """A version of the project's params"""
+
+    version: int
+    created_at: str | None
+
+
+class Project(ScaleReply):
+    """A project and its study"""
+
+    type: TaskType
+    name: str
+    params: ProjectParamsReply
+    param_history: list[ParamVersion] = Field(description="scaleapi reads the latest params here")
+    created_at: str | None
+    study_id: int
+    crowd: StudySummary
+
+
+class Projects(RootModel[list[Project]]):
+    """Your projects, oldest first"""
+
+
+class TaskCounts(ScaleReply):
+    """Tasks by status"""
+
+    pending: int
+    completed: int
+    canceled: int
+    error: int
+
+
+class Batch(ScaleReply):
+    """A batch and its tasks by status"""
+
+    name: str
+    project: str
+    status: BatchStatus = Field(
+        description="staging until finalized, then in_progress until no task is pending"
+    )
+    created_at: str | None
+    finalized_at: str | None
+    metadata: dict[str, Any]
+    callback: str = Field(description="always empty: batch callbacks are not sent yet")
+    tasks: TaskCounts
+
+
+class BatchState(TaskCounts):
+    """The batch's status and its customer tasks by status"""
+
+    status: BatchStatus
+
+
+class BatchList(ScaleReply):
+    """A page of batches, oldest first"""
+
+    docs: list[Batch]
+    totalDocs: int  # Scale's name
+    limit: int
+    offset: int
+    has_more: bool
+
+
+class Schedule(ScaleReply):
+    """The labels the schedule wants before this step and the tasks to send now"""
+
+    project: str
+    step: float
+    initial: int
+    total: int
+    policy_steps: int
+    min_outstanding: int
+    labels_wanted: int = Field(description="l(n) = N0 + (N - N0)(1 - (1 - n/N_pi)^2), rounded up")
+    labelled: int = Field(description="the project's completed tasks")
+    outstanding: int = Field(description="its pending tasks")
+    requests_to_send: int
+
+
+class CallbackAuthKey(ScaleReply):
+    """The secret every callback carries"""
+
+    callback_auth_key: str
+    header: Literal["scale-callback-auth"] = Field(description="the header it comes in")
