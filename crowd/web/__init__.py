@@ -10,7 +10,7 @@ import jinja2
 import redis
 import sqlalchemy.exc
 from flask import Flask, Response, jsonify, render_template, request, send_from_directory
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import BadRequest, HTTPException
 from werkzeug.exceptions import NotFound as NotFoundError
 from werkzeug.routing import IntegerConverter
 
@@ -143,6 +143,13 @@ def init_app(app: Flask) -> None:
         if _wants_json():
             return jsonify(error=error.description, type=error.name), error.code
         return render_template("error.html", message=error.description), error.code
+
+    @app.before_request
+    def refuse_nul() -> None:
+        # A NUL in a path or query value can reach no stored text (PostgreSQL refuses it).
+        if "\x00" in request.path or any("\x00" in key + value
+                                          for key, value in request.args.items(multi=True)):
+            raise BadRequest("the URL holds a NUL character (%00): remove it")
 
     @app.after_request
     def security_headers(response: Response) -> Response:

@@ -186,6 +186,8 @@ def _is_list(annotation: Any) -> bool:
         return True
     if origin in (typing.Union, types.UnionType):
         return any(_is_list(argument) for argument in typing.get_args(annotation))
+    if origin is typing.Annotated:
+        return _is_list(typing.get_args(annotation)[0])
     return False
 
 

@@ -84,6 +84,13 @@ def test_ids_beyond_64_bits_are_404s_on_every_method(
     assert client.get(f"/api/studies/{MAX_INT}/webhooks", headers=auth).status_code == 404
 
 
+def test_a_nul_in_the_url_is_a_400(client: FlaskClient, auth: dict[str, str]) -> None:
+    for path in ("/api/studies?x=%00", "/v1/projects/a%00b", "/api/work/me?a%00=1"):
+        reply = client.get(path, headers=auth)
+        assert reply.status_code == 400, path
+        assert "NUL" in reply.get_json()["error"]
+
+
 def test_an_unknown_hit_type_is_a_422_naming_it(
     client: FlaskClient, auth: dict[str, str]
 ) -> None:
