@@ -177,9 +177,9 @@ def _sanity_check(config: LLMEvalConfig) -> None:
 def _enqueue(settings: Any, study_id: int, options: dict[str, Any]) -> None:
     import redis
 
-    from crowd.app import redis_connection
     from crowd.exceptions import ConfigurationError
     from crowd.llm_eval import LLM_EVAL_QUEUE, enqueue_llm_eval
+    from crowd.queue import redis_connection
     from crowd.queue.runner import embedded_dir
 
     url = settings.redis_url

@@ -46,8 +46,7 @@ def tournament(study_id: int, name: str, attackers: tuple[str, ...], defenders: 
     Games use the study's rules and agent settings and are judged in one batch by its
     judge. Without --detach the job runs here when no worker takes it.
     """
-    from crowd.app import redis_connection
-    from crowd.queue import MODELS
+    from crowd.queue import MODELS, redis_connection
     from crowd.queue.runner import ensure_redis, run_worker
     from crowd.taboo_jobs import enqueue_tournament
 

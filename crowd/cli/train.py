@@ -78,7 +78,7 @@ def reward(study_id: int, labels: str | None, extra: tuple[str, ...], detach: bo
         )
     settings, embedded = ensure_redis(settings)
     try:
-        from crowd.app import redis_connection
+        from crowd.queue import redis_connection
 
         connection = redis_connection(settings.redis_url or "")
         with db.session() as session:
@@ -167,7 +167,7 @@ def _print_run(db: Any, run_id: int) -> None:
 @handle_errors
 def runs(study_id: int, as_json: bool) -> None:
     """List STUDY's reward-model runs, newest first, with their progress and accuracy."""
-    from crowd.app import redis_connection
+    from crowd.queue import redis_connection
     from crowd.studies import get_study
     from crowd.training import job_progress, run_json, runs_of
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import redis
+
 # Queue names; each job says which one it runs on where it is defined.
 EVENTS = "crowd-events"
 REPORTS = "crowd-reports"
@@ -11,3 +13,9 @@ DELIVERIES = "crowd-deliveries"
 # their own (`crowd worker --queue crowd-models`) and never hold up answers' events.
 MODELS = "crowd-models"
 ALL_QUEUES = (EVENTS, REPORTS, DELIVERIES, MODELS)
+
+
+def redis_connection(url: str) -> redis.Redis:
+    """A connection to the Redis at `url`, for the queues and the after-commit enqueue."""
+    # Short timeouts: a request must not hang on a dead Redis; the outbox catches up later.
+    return redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5)

@@ -12,9 +12,8 @@ import redis
 from rq import Queue, SimpleWorker
 from sqlalchemy import func, select
 
-from crowd.app import redis_connection
 from crowd.delivery import install_after_commit_delivery, sweep_deliveries
-from crowd.queue import ALL_QUEUES
+from crowd.queue import ALL_QUEUES, redis_connection
 from crowd.queue.embedded import EmbeddedRedis
 from crowd.queue.jobs import configure, request_platform_syncs
 from crowd.queue.outbox import sweep

@@ -9,7 +9,7 @@ from flask import Blueprint, Response, request
 from sqlalchemy import select
 
 from crowd import labels, quality, review, studies
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import NotFound, ValidationError
 from crowd.reports import export as export_rows
 from crowd.storage import Experimenter, Report, RewardRun, Role, Study

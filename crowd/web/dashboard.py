@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from crowd import studies, training
 from crowd.accounts import authenticate
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import AuthenticationError, NotFound
 from crowd.storage import Experimenter, Report, Study
 

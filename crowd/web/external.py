@@ -11,7 +11,7 @@ from flask import Blueprint, render_template, request
 from sqlalchemy import select
 
 from crowd import platforms
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import NotFound
 from crowd.providers import PROVIDERS
 from crowd.storage import Publication

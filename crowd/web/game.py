@@ -7,7 +7,7 @@ from typing import Any
 from flask import Blueprint, render_template, request
 
 from crowd import game
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import NotFound
 from crowd.studies import get_study
 from crowd.web.common import current_worker_id, optional_worker_id

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from crowd import review, studies
 from crowd.accounts import check_login
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import AuthenticationError, CrowdError, NotFound
 from crowd.storage import Experimenter, Role, Study, User
 

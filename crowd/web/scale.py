@@ -23,7 +23,7 @@ from werkzeug.exceptions import HTTPException
 
 from crowd import scale, scale_listing
 from crowd.accounts import authenticate
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import AlreadyExists, AuthenticationError, CrowdError, ValidationError
 from crowd.scale_params import request_hash
 from crowd.storage import Experimenter, IdempotentReply, ItemKind

@@ -9,7 +9,7 @@ from flask import Blueprint, Response, request
 from sqlalchemy import select
 
 from crowd import platforms, taboo
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import AlreadyExists, ValidationError
 from crowd.storage import Assignment, PlatformSession, TabooGame, Worker
 from crowd.studies import get_study

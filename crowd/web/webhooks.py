@@ -7,7 +7,7 @@ from typing import Any
 from flask import Blueprint, request
 
 from crowd import studies, webhooks
-from crowd.app import platform
+from crowd.context import platform
 from crowd.delivery import delivery_json
 from crowd.exceptions import ValidationError
 from crowd.web.common import current_experimenter, json_body

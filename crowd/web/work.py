@@ -8,7 +8,7 @@ from typing import Any
 from flask import Blueprint, jsonify, make_response
 
 from crowd import platforms, work
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import NoWorkLeft, PermissionDenied, StudyNotOpen, ValidationError
 from crowd.providers import PROVIDERS
 from crowd.studies import get_study

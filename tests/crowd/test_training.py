@@ -16,9 +16,9 @@ from rq.job import Job
 from sqlalchemy import select
 
 from crowd.annotations import AnnotationRecord, import_annotations
-from crowd.app import redis_connection
 from crowd.cli import main
 from crowd.exceptions import InvalidConfig
+from crowd.queue import redis_connection
 from crowd.queue.runner import run_worker
 from crowd.review import Reviewer, act
 from crowd.settings import Settings

@@ -20,8 +20,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
 from crowd import platforms
-from crowd.app import redis_connection
 from crowd.cli import main
+from crowd.queue import redis_connection
 from crowd.queue.jobs import request_platform_syncs
 from crowd.queue.runner import run_worker
 from crowd.security import WorkerSigner
