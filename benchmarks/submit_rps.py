@@ -454,13 +454,12 @@ def join_workers(port: int, key: str, study_id: int, n: int) -> list[str]:
 
 def queued_jobs(redis_url: str) -> int:
     import redis
-    from rq import Queue
 
-    from crowd.queue import EVENTS
+    from crowd.queue import EVENTS, job_queue
 
     connection = redis.Redis.from_url(redis_url)
     try:
-        return len(Queue(EVENTS, connection=connection))
+        return len(job_queue(EVENTS, connection))
     finally:
         connection.close()
 

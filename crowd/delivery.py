@@ -35,15 +35,15 @@ from urllib.parse import urlsplit
 
 import redis
 import requests
-from rq import Queue, get_current_job
+from rq import get_current_job
 from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
+from rq.job import JobStatus
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
 from crowd import __version__
 from crowd.exceptions import RegistryError, ValidationError
-from crowd.queue import DELIVERIES
+from crowd.queue import DELIVERIES, fetch_job, job_queue
 from crowd.storage import Database, Delivery, DeliveryStatus, utcnow
 
 log = logging.getLogger(__name__)
@@ -225,7 +225,7 @@ def delivery_job_id(delivery_id: int, attempt: int) -> str:
 def enqueue_deliveries(connection: redis.Redis, due: Iterable[tuple[int, int]]) -> int:
     """Enqueue the attempt job of each (delivery id, attempts so far); returns how many
     reached Redis (0 when it is down: the sweep enqueues them later)."""
-    queue = Queue(DELIVERIES, connection=connection)
+    queue = job_queue(DELIVERIES, connection)
     done = 0
     for delivery_id, attempts in due:
         try:
@@ -266,7 +266,7 @@ def install_after_commit_delivery(db: Database, connection: redis.Redis) -> None
 
 def _job_alive(connection: redis.Redis, job_id: str) -> bool:
     try:
-        return Job.fetch(job_id, connection=connection).get_status(refresh=False) in ALIVE
+        return fetch_job(job_id, connection).get_status(refresh=False) in ALIVE
     except NoSuchJobError:
         return False
 

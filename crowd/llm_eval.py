@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from rq import Queue, get_current_job
+from rq import get_current_job
 from rq.job import Job
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from crowd.annotations import MAX_GROUP, RESPONSES_IMPORTED
 from crowd.exceptions import InvalidConfig, ValidationError
-from crowd.queue import MODELS
+from crowd.queue import MODELS, job_queue
 from crowd.queue.jobs import context
 from crowd.settings import Settings
 from crowd.storage import (
@@ -361,7 +361,7 @@ def llm_eval_job(study_id: int, options: dict[str, Any]) -> str:
 def enqueue_llm_eval(connection: redis.Redis, study_id: int, options: dict[str, Any]) -> Job:
     """Check the options, then queue llm_eval_job on the models queue."""
     split_options(options)
-    job = Queue(LLM_EVAL_QUEUE, connection=connection).enqueue(
+    job = job_queue(LLM_EVAL_QUEUE, connection).enqueue(
         llm_eval_job,
         study_id,
         options,

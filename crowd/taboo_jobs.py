@@ -10,11 +10,11 @@ import threading
 from typing import Any
 
 import redis
-from rq import Queue, get_current_job
+from rq import get_current_job
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from crowd.queue import MODELS
+from crowd.queue import MODELS, job_queue
 from crowd.queue.jobs import context
 from crowd.settings import Settings
 from crowd.storage import Database, Item, ItemKind, JudgeScore, Pairing, Study, TabooGame, utcnow
@@ -143,7 +143,7 @@ def _tag() -> str:
 
 
 def enqueue_judging(connection: redis.Redis, game_ids: list[int], job_id: str) -> None:
-    Queue(MODELS, connection=connection).enqueue(
+    job_queue(MODELS, connection).enqueue(
         judge_games, game_ids, job_id=job_id, job_timeout=JUDGE_TIMEOUT,
         result_ttl=3600, failure_ttl=7 * 24 * 3600,
     )  # fmt: skip
@@ -249,7 +249,7 @@ def enqueue_tournament(connection: redis.Redis, **kwargs: Any) -> Any:
     """Check a tournament's settings and put it on the models queue."""
     check_tournament(kwargs.get("name"), kwargs.get("attackers"), kwargs.get("defenders"),
                      kwargs.get("games_per_pair"), kwargs.get("seed"))  # fmt: skip
-    return Queue(MODELS, connection=connection).enqueue(
+    return job_queue(MODELS, connection).enqueue(
         run_tournament, kwargs=kwargs, job_id=f"taboo-tournament-{kwargs['study_id']}-"
         f"{kwargs['name']}", job_timeout=TOURNAMENT_TIMEOUT, result_ttl=7 * 24 * 3600,
         failure_ttl=7 * 24 * 3600,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from rq import Queue, get_current_job
+from rq import get_current_job
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 from sqlalchemy import func, select, update
@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from crowd.exceptions import CrowdError, InvalidConfig, NotFound, ValidationError
 from crowd.quality import left_out_workers
-from crowd.queue import MODELS
+from crowd.queue import MODELS, fetch_job, job_queue
 from crowd.settings import Settings
 from crowd.storage import (
     OPEN_RUN_STATES,
@@ -139,7 +139,7 @@ def enqueue_run(db: Database, connection: redis.Redis, run_id: int) -> Job:
     """Put a run's job on the models queue; a run that cannot be queued is marked failed
     (a queued run with no job would hold up retraining)."""
     try:
-        return Queue(MODELS, connection=connection).enqueue(
+        return job_queue(MODELS, connection).enqueue(
             train_reward, run_id, job_id=f"reward-run-{run_id}", job_timeout=TRAIN_TIMEOUT,
             result_ttl=7 * 24 * 3600, failure_ttl=7 * 24 * 3600,
         )  # fmt: skip
@@ -162,7 +162,7 @@ def _lost(connection: redis.Redis, run: RewardRun) -> str | None:
     if run.started_at is not None and (utcnow() - run.started_at).total_seconds() > TRAIN_TIMEOUT:
         return "ran past its time limit"
     try:
-        job = Job.fetch(str(run.job_id), connection=connection)
+        job = fetch_job(str(run.job_id), connection)
     except NoSuchJobError:
         return "its job is gone from the queue"
     status = job.get_status(refresh=False)
@@ -387,7 +387,7 @@ def job_progress(connection: redis.Redis | None, run: RewardRun) -> dict[str, An
     if connection is None or not run.job_id:
         return None
     try:
-        job = Job.fetch(run.job_id, connection=connection)
+        job = fetch_job(run.job_id, connection)
     except (NoSuchJobError, redis.RedisError):
         return None
     progress = job.get_meta(refresh=True).get("progress")

@@ -98,14 +98,13 @@ def reward(study_id: int, labels: str | None, extra: tuple[str, ...], detach: bo
 
 def _follow(settings: Any, connection: Any, job_id: str) -> None:
     """Draw the job's progress; run the models queue here if no worker listens to it."""
-    from rq import Queue, SimpleWorker, Worker
-    from rq.job import Job
+    from rq import SimpleWorker, Worker
 
-    from crowd.queue import MODELS
+    from crowd.queue import MODELS, SERIALIZER, fetch_job, job_queue
     from crowd.queue.jobs import configure
 
-    queue = Queue(MODELS, connection=connection)
-    job = Job.fetch(job_id, connection=connection)
+    queue = job_queue(MODELS, connection)
+    job = fetch_job(job_id, connection)
     done = threading.Event()
 
     def draw() -> None:
@@ -133,7 +132,8 @@ def _follow(settings: Any, connection: Any, job_id: str) -> None:
     try:
         if not Worker.all(queue=queue):
             configure(settings)
-            SimpleWorker([queue], connection=connection).work(burst=True, logging_level="WARNING")
+            worker = SimpleWorker([queue], connection=connection, serializer=SERIALIZER)
+            worker.work(burst=True, logging_level="WARNING")
         drawer.join()
     finally:
         done.set()

@@ -7,11 +7,11 @@ import threading
 from dataclasses import dataclass
 
 import redis
-from rq import Queue, get_current_job
+from rq import get_current_job
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from crowd.queue import EVENTS, REPORTS
+from crowd.queue import EVENTS, REPORTS, fetch_job, job_queue
 from crowd.settings import Settings
 from crowd.storage import Database, OutboxEvent, utcnow
 
@@ -163,12 +163,12 @@ def request_platform_syncs(connection: redis.Redis, db: Database) -> int:
     for study_id in study_ids:
         job_id = f"platform-sync-{study_id}"
         try:
-            existing = Job.fetch(job_id, connection=connection)
+            existing = fetch_job(job_id, connection)
             if existing.get_status(refresh=False) in (JobStatus.QUEUED, JobStatus.STARTED):
                 continue
         except NoSuchJobError:
             pass
-        Queue(EVENTS, connection=connection).enqueue(
+        job_queue(EVENTS, connection).enqueue(
             sync_platforms, study_id, job_id=job_id, job_timeout=600, result_ttl=600
         )
         queued += 1
@@ -182,12 +182,12 @@ def report_job_id(study_id: int) -> str:
 def request_report(connection: redis.Redis, study_id: int) -> Job | None:
     """Enqueue a report refresh unless one is already waiting (refreshes coalesce)."""
     try:
-        existing = Job.fetch(report_job_id(study_id), connection=connection)
+        existing = fetch_job(report_job_id(study_id), connection)
         if existing.get_status(refresh=False) in (JobStatus.QUEUED, JobStatus.DEFERRED):
             return None
     except NoSuchJobError:
         pass
-    return Queue(REPORTS, connection=connection).enqueue(
+    return job_queue(REPORTS, connection).enqueue(
         refresh_report,
         study_id,
         job_id=report_job_id(study_id),

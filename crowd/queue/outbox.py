@@ -8,13 +8,13 @@ from datetime import timedelta
 from typing import Any
 
 import redis
-from rq import Queue, Retry
+from rq import Retry
 from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
+from rq.job import JobStatus
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
-from crowd.queue import EVENTS
+from crowd.queue import EVENTS, fetch_job, job_queue
 from crowd.storage import Database, OutboxEvent, utcnow
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def enqueue_events(connection: redis.Redis, event_ids: Iterable[int]) -> int:
     """Enqueue one job per event; returns how many reached Redis (0 when it is down)."""
     from crowd.queue.jobs import process_event
 
-    queue = Queue(EVENTS, connection=connection)
+    queue = job_queue(EVENTS, connection)
     done = 0
     for event_id in event_ids:
         try:
@@ -61,7 +61,7 @@ def enqueue_events(connection: redis.Redis, event_ids: Iterable[int]) -> int:
 
 def _job_status(connection: redis.Redis, event_id: int) -> JobStatus | None:
     try:
-        return Job.fetch(job_id(event_id), connection=connection).get_status(refresh=False)
+        return fetch_job(job_id(event_id), connection).get_status(refresh=False)
     except NoSuchJobError:
         return None
 

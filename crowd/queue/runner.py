@@ -13,7 +13,7 @@ from rq import Queue, SimpleWorker
 from sqlalchemy import func, select
 
 from crowd.delivery import install_after_commit_delivery, sweep_deliveries
-from crowd.queue import ALL_QUEUES, redis_connection
+from crowd.queue import ALL_QUEUES, SERIALIZER, job_queue, redis_connection
 from crowd.queue.embedded import EmbeddedRedis
 from crowd.queue.jobs import configure, request_platform_syncs
 from crowd.queue.outbox import sweep
@@ -74,8 +74,8 @@ def run_worker(
     connection = redis_connection(settings.redis_url)
     # Deliveries scheduled by jobs (webhooks) get their first attempt right after the job.
     install_after_commit_delivery(ctx.db, connection)
-    listened = [Queue(name, connection=connection) for name in (queues or ALL_QUEUES)]
-    worker = SimpleWorker(listened, connection=connection)
+    listened = [job_queue(name, connection) for name in (queues or ALL_QUEUES)]
+    worker = SimpleWorker(listened, connection=connection, serializer=SERIALIZER)
     if burst:
         before = _jobs_done(listened)
         for _ in range(max_rounds):

@@ -17,7 +17,6 @@ import pytest
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
-from rq import Queue
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -36,7 +35,7 @@ from crowd.delivery import (
     verify_signature,
 )
 from crowd.exceptions import RegistryError, ValidationError
-from crowd.queue import DELIVERIES
+from crowd.queue import DELIVERIES, job_queue
 from crowd.queue.jobs import configure
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
@@ -193,7 +192,7 @@ def test_the_first_attempt_is_enqueued_after_commit_only(
 ) -> None:
     connection = redis.Redis.from_url(redis_url)
     install_after_commit_delivery(db, connection)
-    queue = Queue(DELIVERIES, connection=connection)
+    queue = job_queue(DELIVERIES, connection)
     with pytest.raises(RuntimeError), db.session() as session:
         schedule_delivery(session, "test", receiver.url, {"n": 1})
         raise RuntimeError("the caller's transaction fails")
@@ -395,7 +394,7 @@ def test_a_delivery_recorded_while_redis_is_down_goes_out_after_the_sweep(
     install_after_commit_delivery(db, dead)
     delivery_id = schedule(db, receiver.url)  # commits although Redis is unreachable
     live = redis.Redis.from_url(settings.redis_url or "")
-    assert Queue(DELIVERIES, connection=live).count == 0
+    assert job_queue(DELIVERIES, live).count == 0
     assert sweep_deliveries(db, dead) == 0  # still down: nothing lost, nothing sent
     assert load(db, delivery_id).status == DeliveryStatus.PENDING
     run_worker(settings, burst=True)  # Redis is back: the worker's sweep finds it due

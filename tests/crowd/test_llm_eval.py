@@ -11,8 +11,6 @@ pytest.importorskip("transformers")
 
 import redis  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
-from rq import Queue  # noqa: E402
-from rq.job import Job  # noqa: E402
 from sqlalchemy import select  # noqa: E402
 
 from crowd.annotations import RESPONSES_IMPORTED, import_file  # noqa: E402
@@ -24,7 +22,7 @@ from crowd.llm_eval import (  # noqa: E402
     run_llm_eval,
     run_llm_sweep,
 )
-from crowd.queue import MODELS  # noqa: E402
+from crowd.queue import MODELS, fetch_job, job_queue  # noqa: E402
 from crowd.queue.runner import run_worker  # noqa: E402
 from crowd.reports import analysis_rows  # noqa: E402
 from crowd.settings import Settings  # noqa: E402
@@ -251,10 +249,10 @@ def test_the_queued_job_runs_on_the_models_queue_with_its_progress(
     assert result.exit_code == 0, result.output
     job_id = result.output.split()[0]
     connection = redis.Redis.from_url(settings.redis_url or "")
-    assert Queue(MODELS, connection=connection).job_ids == [job_id]
+    assert job_queue(MODELS, connection).job_ids == [job_id]
     assert _llm_responses(db, study_id, "llm:says-four") == []
     run_worker(settings, burst=True)
-    job = Job.fetch(job_id, connection=connection)
+    job = fetch_job(job_id, connection)
     assert job.is_finished, job.latest_result()
     assert job.meta["progress"] == 1.0
     assert "llm:says-four: 6 responses, 12 ratings, 0 missing" in str(job.return_value())

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import ast
+import json
+import zlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import redis
-from rq import Queue
 from sqlalchemy import func, select
 
 from crowd.app import create_app
-from crowd.queue import EVENTS
+from crowd.queue import EVENTS, SERIALIZER, fetch_job, job_queue
 from crowd.queue.embedded import EmbeddedRedis
 from crowd.queue.jobs import configure, process_event
+from crowd.queue.outbox import job_id
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from crowd.storage import AuditEntry, Database, OutboxEvent, Report, StudyWorker, Worker
@@ -37,14 +40,14 @@ def test_responses_survive_a_redis_outage(
         who = join(client, auth)
         for _ in range(2):
             assert "feedback" in play(client, who, study_id, guess=3)
-        assert Queue(EVENTS, connection=redis.Redis.from_url(embedded.url)).count == 2
+        assert job_queue(EVENTS, redis.Redis.from_url(embedded.url)).count == 2
 
         embedded.stop()  # Redis goes away mid-run: the answers are still stored
         for _ in range(3):
             assert "feedback" in play(client, who, study_id, guess=3)
 
         embedded.start()  # back, but empty: it kept nothing on disk
-        assert Queue(EVENTS, connection=redis.Redis.from_url(embedded.url)).count == 0
+        assert job_queue(EVENTS, redis.Redis.from_url(embedded.url)).count == 0
         with db.session() as session:
             assert session.scalar(select(func.count(OutboxEvent.id))) == 5
         run_worker(settings, burst=True)
@@ -104,3 +107,48 @@ def test_embedded_redis_starts_and_stops_cleanly(tmp_path: Path) -> None:
         assert redis.Redis.from_url(server.url).ping()
     assert not server.running and not server.socket.exists()
     assert pid is not None and not Path(f"/proc/{pid}").exists()
+
+
+def test_jobs_are_stored_as_json(
+    settings: Settings, client: Any, auth: dict[str, str], make_study: Any, db: Database
+) -> None:
+    study_id = make_study([passage("a", 2, n=3)], {"annotations_per_item": 1})
+    play(client, join(client, auth), study_id, guess=2)
+    with db.session() as session:
+        event_id = session.scalars(select(OutboxEvent.id).order_by(OutboxEvent.id)).first()
+    connection = redis.Redis.from_url(settings.redis_url or "")
+    # RQ keeps the call zlib-compressed in the job hash; JSON underneath, not a pickle.
+    raw = connection.hget(f"rq:job:{job_id(int(event_id or 0))}", "data")
+    assert isinstance(raw, bytes)
+    function, instance, args, kwargs = json.loads(zlib.decompress(raw))
+    assert (function, instance, args, kwargs) == (
+        "crowd.queue.jobs.process_event", None, [event_id], {}
+    )
+    assert fetch_job(job_id(int(event_id or 0)), connection).serializer is SERIALIZER
+
+
+RQ_CALLS = {"Queue", "SimpleWorker", "Worker", "Job.fetch", "Job.fetch_many", "Job.create"}
+
+
+def test_every_queue_worker_and_job_fetch_uses_the_json_serializer() -> None:
+    """A Queue, Worker or Job.fetch made without `serializer=` would pickle (or fail to read)
+    jobs: everything goes through crowd.queue's helpers, which pass SERIALIZER."""
+    root = Path(__file__).resolve().parents[2]
+    offenders = []
+    for path in sorted((*root.glob("crowd/**/*.py"), *root.glob("tasks/**/*.py"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        from_rq = {
+            alias.asname or alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "rq"
+            for alias in node.names
+        }
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = ast.unparse(node.func)
+            if name.split(".")[0] not in from_rq or name not in RQ_CALLS:
+                continue
+            if not any(keyword.arg == "serializer" for keyword in node.keywords):
+                offenders.append(f"{path.relative_to(root)}:{node.lineno} {name}(...)")
+    assert offenders == []

@@ -12,13 +12,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from flask.testing import FlaskClient
-from rq.job import Job
 from sqlalchemy import select
 
 from crowd.annotations import AnnotationRecord, import_annotations
 from crowd.cli import main
 from crowd.exceptions import InvalidConfig
-from crowd.queue import redis_connection
+from crowd.queue import fetch_job, redis_connection
 from crowd.queue.runner import run_worker
 from crowd.review import Reviewer, act
 from crowd.settings import Settings
@@ -204,7 +203,7 @@ def test_the_study_retrains_after_every_n_labels_on_the_models_queue(
             ("retrain_every", RunStatus.FINISHED, 25)
         ]
         job_id = runs[0].job_id
-    meta = Job.fetch(str(job_id), connection=connection).get_meta(refresh=True)
+    meta = fetch_job(str(job_id), connection).get_meta(refresh=True)
     assert meta["progress"]["phase"] == "done" and meta["progress"]["fraction"] == 1.0
     assert maybe_retrain(db, connection, study_id) is None  # no new labels since
     label(db, study_id, truth, "b", ids[:20])
