@@ -41,12 +41,12 @@ from crowd.storage import (
     StudyStatus,
     Worker,
 )
+from crowd.storage.outbox import RESPONSES_IMPORTED
 from crowd.studies import import_items, parse_jsonl
 from crowd.work import get_or_create_worker
 from tasks import get_hit_type
 
 IMPORT_PROVIDER = "import"
-RESPONSES_IMPORTED = "responses.imported"
 FORMATS = ("jsonl", "csv", "roft")
 MAX_RECORDS = 200_000
 MAX_GROUP = 100

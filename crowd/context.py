@@ -13,6 +13,7 @@ from typing import Any
 import redis
 from flask import current_app
 
+from crowd.plugins import load_features
 from crowd.queue import redis_connection
 from crowd.queue.outbox import install_after_commit_enqueue
 from crowd.security import WorkerSigner
@@ -31,6 +32,9 @@ class Platform:
 
 
 def make_platform(settings: Settings) -> Platform:
+    """The platform for `settings`, its commits enqueueing their outbox events."""
+    # The features register the hooks their commits need (e.g. deliveries) on import.
+    load_features()
     db = Database(settings.database_url)
     connection = redis_connection(settings.redis_url) if settings.redis_url else None
     if connection is not None:

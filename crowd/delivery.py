@@ -44,6 +44,8 @@ from sqlalchemy.orm import Session
 from crowd import __version__
 from crowd.exceptions import RegistryError, ValidationError
 from crowd.queue import DELIVERIES, fetch_job, job_queue
+from crowd.queue.hooks import SweepContext, every_sweep, on_commit
+from crowd.queue.jobs import context
 from crowd.storage import Database, Delivery, DeliveryStatus, utcnow
 
 log = logging.getLogger(__name__)
@@ -245,6 +247,7 @@ def enqueue_deliveries(connection: redis.Redis, due: Iterable[tuple[int, int]]) 
     return done
 
 
+@on_commit
 def install_after_commit_delivery(db: Database, connection: redis.Redis) -> None:
     """Enqueue the first attempt of every delivery committed by a session of `db`."""
 
@@ -300,6 +303,12 @@ def sweep_deliveries(
     if done:
         log.info("sweep enqueued %d due deliveries", done)
     return done
+
+
+@every_sweep("deliveries", order=10, burst=True)
+def sweep_due_deliveries(sweep: SweepContext) -> None:
+    """Each sweep round (and between the rounds of a burst worker): attempts that are due."""
+    sweep_deliveries(sweep.db, sweep.connection)
 
 
 # -- the attempt job -----------------------------------------------------------------------------
@@ -398,8 +407,6 @@ def attempt_delivery(delivery_id: int) -> str:
     another: a second job finds the delivery not due, and a job killed mid-attempt is
     retried by the sweep once the lease is over.
     """
-    from crowd.queue.jobs import context
-
     db = context().db
     now = utcnow()
     with db.session() as session:

@@ -28,7 +28,7 @@ from rq.job import Job
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from crowd.annotations import MAX_GROUP, RESPONSES_IMPORTED
+from crowd.annotations import MAX_GROUP
 from crowd.exceptions import InvalidConfig, ValidationError
 from crowd.queue import MODELS, job_queue
 from crowd.queue.jobs import context
@@ -43,6 +43,7 @@ from crowd.storage import (
     Study,
     Worker,
 )
+from crowd.storage.outbox import RESPONSES_IMPORTED
 from crowd.studies import get_study
 from crowd.work import get_or_create_worker
 from models.llm_eval.config import LLMEvalConfig

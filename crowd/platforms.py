@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import redis
+from rq import get_current_job
+from rq.exceptions import NoSuchJobError
+from rq.job import JobStatus
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -31,6 +35,9 @@ from crowd.exceptions import (
 )
 from crowd.providers import PROVIDERS, Provider
 from crowd.providers.base import ActionTarget, Binding, RemoteSubmission, StudyRef
+from crowd.queue import EVENTS, fetch_job, job_queue
+from crowd.queue.hooks import Event, SweepContext, every_sweep, own_transaction
+from crowd.queue.jobs import context
 from crowd.security import WorkerSigner
 from crowd.settings import Settings
 from crowd.storage import (
@@ -49,10 +56,12 @@ from crowd.storage import (
     Response,
     SessionState,
     Study,
+    StudyStatus,
     StudyWorker,
     Worker,
     utcnow,
 )
+from crowd.storage.outbox import RESPONSE_STORED
 from crowd.storage.qc import Decision
 from tasks import get_hit_type
 
@@ -710,7 +719,7 @@ def _recover_answers(
         session.flush()
         session.add(
             OutboxEvent(
-                topic="response.stored",
+                topic=RESPONSE_STORED,
                 payload={"response_id": response.id, "study_id": study.id},
             )
         )
@@ -1054,3 +1063,62 @@ def extend(
             task.expires_at = expires
         done += 1
     return done
+
+
+# --------------------------------------------------------------------------- jobs
+
+
+def _job_tag() -> str:
+    job = get_current_job()
+    return f"[job {job.id}]" if job else "[inline]"
+
+
+@own_transaction(PLATFORM_ACTION)
+def perform_queued_action(event: Event) -> str:
+    """A queued platform call, made outside any transaction (it may take seconds); raises
+    when the call fails, so the job is retried."""
+    ctx = context()
+    return perform_action(ctx.db, ctx.settings, int(event.payload["action_id"]))
+
+
+def sync_platforms(study_id: int) -> str:
+    """RQ job (queue EVENTS): sync a published study with its crowd platforms."""
+    ctx = context()
+    with ctx.db.read_session() as session:
+        if session.get(Study, study_id) is None:
+            return f"study {study_id} does not exist"
+    signer = WorkerSigner(ctx.settings.secret_key)
+    report = sync_study(ctx.db, ctx.settings, signer, study_id)
+    log.info("%s synced study %s with its platforms: %s", _job_tag(), study_id, report.to_json())
+    return f"synced study {study_id}: {report.to_json()}"
+
+
+def request_platform_syncs(connection: redis.Redis, db: Database) -> int:
+    """Enqueue a sync for every published study with platform publications (coalesced)."""
+    with db.read_session() as session:
+        study_ids = session.scalars(
+            select(Study.id)
+            .join(Publication, Publication.study_id == Study.id)
+            .where(Study.status == StudyStatus.PUBLISHED)
+            .distinct()
+        ).all()
+    queued = 0
+    for study_id in study_ids:
+        job_id = f"platform-sync-{study_id}"
+        try:
+            existing = fetch_job(job_id, connection)
+            if existing.get_status(refresh=False) in (JobStatus.QUEUED, JobStatus.STARTED):
+                continue
+        except NoSuchJobError:
+            pass
+        job_queue(EVENTS, connection).enqueue(
+            sync_platforms, study_id, job_id=job_id, job_timeout=600, result_ttl=600
+        )
+        queued += 1
+    return queued
+
+
+@every_sweep("platform-syncs", order=-10, every=lambda settings: settings.platform_sync_interval)
+def sync_published_studies(sweep: SweepContext) -> None:
+    """Every CROWD_PLATFORM_SYNC_INTERVAL seconds, a sync of each study on a platform."""
+    request_platform_syncs(sweep.connection, sweep.db)

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+import redis
+from rq import get_current_job
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from crowd import labels, quality
 from crowd.exceptions import ValidationError
+from crowd.queue import REPORTS, fetch_job, job_queue
+from crowd.queue.hooks import ANY_TOPIC, Event, after_event
+from crowd.queue.jobs import context
 from crowd.settings import Settings
 from crowd.storage import (
     Item,
@@ -26,6 +34,10 @@ from crowd.storage import (
 )
 from crowd.studies import get_study, progress
 from tasks import get_hit_type, report_html
+
+log = logging.getLogger(__name__)
+
+REPORT_TIMEOUT = 600
 
 
 def worker_key(worker: Worker) -> str:
@@ -259,3 +271,52 @@ def export(
     if filtered:
         rows = [row for row in rows if not set(row_workers(row)) & excluded]
     return hit.export(rows, fmt, handle)
+
+
+# -- the report refresh job ----------------------------------------------------------------
+def report_job_id(study_id: int) -> str:
+    return f"report-{study_id}"
+
+
+def request_report(connection: redis.Redis, study_id: int) -> Job | None:
+    """Enqueue a report refresh unless one is already waiting (refreshes coalesce)."""
+    try:
+        existing = fetch_job(report_job_id(study_id), connection)
+        if existing.get_status(refresh=False) in (JobStatus.QUEUED, JobStatus.DEFERRED):
+            return None
+    except NoSuchJobError:
+        pass
+    return job_queue(REPORTS, connection).enqueue(
+        refresh_report,
+        study_id,
+        job_id=report_job_id(study_id),
+        job_timeout=REPORT_TIMEOUT,
+        result_ttl=3600,
+    )
+
+
+def refresh_report(study_id: int) -> str:
+    """RQ job (queue REPORTS, timeout REPORT_TIMEOUT): recompute the study's analysis and
+    write its JSON and HTML report.
+
+    The analysis runs in a read-only session, so on SQLite it holds no lock while answers
+    keep coming; only storing the result writes. The workers' QC standing it reads was
+    refreshed by the job of each response (crowd.stats's event handlers).
+    """
+    ctx = context()
+    with ctx.db.read_session() as session:
+        computed = compute_report(session, ctx.settings, study_id, refresh=False)
+    with ctx.db.session() as session:
+        n = store_report(session, computed).responses_seen
+    job = get_current_job()
+    tag = f"[job {job.id}]" if job else "[inline]"
+    log.info("%s refreshed the report of study %s (%d responses)", tag, study_id, n)
+    return f"report of study {study_id}: {n} responses"
+
+
+@after_event(ANY_TOPIC, order=10)
+def refresh_after_event(connection: redis.Redis, event: Event) -> None:
+    """Every processed event of a study refreshes its report (refreshes coalesce)."""
+    study_id = event.payload.get("study_id")
+    if study_id is not None:
+        request_report(connection, int(study_id))

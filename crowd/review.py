@@ -38,6 +38,7 @@ from crowd.storage import (
     Worker,
     WorkerBlock,
 )
+from crowd.storage.outbox import WORKER_BLOCKED
 
 ACTIONS = (
     "approve", "reject", "soft_reject", "block", "unblock", "bonus", "note", "notify", "qualify",
@@ -52,8 +53,6 @@ ALLOWED: dict[Role, frozenset[str]] = {
 MAX_BONUS = Decimal("100.00")
 QUALIFICATION_ID = re.compile(r"^[A-Z0-9]{1,64}$")
 MAX_TEXT = 2000
-# Outbox topic: the queue job tells the study's webhooks (crowd.webhooks.after_block).
-WORKER_BLOCKED = "worker.blocked"
 
 
 @dataclass(frozen=True)

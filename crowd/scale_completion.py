@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from crowd.delivery import on_delivery_outcome, schedule_delivery
 from crowd.exceptions import ValidationError
 from crowd.quality import left_out_workers
+from crowd.queue.hooks import AFTER_QC, Event, on_event
 from crowd.scale import callback_auth_key, task_json
 from crowd.scale_params import task_response
 from crowd.storage import (
@@ -40,6 +41,7 @@ from crowd.storage import (
     ScaleTaskStatus,
     utcnow,
 )
+from crowd.storage.outbox import RESPONSE_EXPLAINED, RESPONSE_STORED, WORKER_BLOCKED
 
 log = logging.getLogger(__name__)
 
@@ -184,3 +186,14 @@ def record_callback_outcome(session: Session, delivery: Delivery) -> None:
 
 
 on_delivery_outcome(CALLBACK_KIND, record_callback_outcome)
+
+
+# After the QC refresh, and after the webhooks of the same event (the order it always had).
+@on_event(RESPONSE_STORED, RESPONSE_EXPLAINED, order=AFTER_QC + 10)
+def settle_after_response(session: Session, event: Event) -> None:
+    after_response(session, int(event.payload["response_id"]))
+
+
+@on_event(WORKER_BLOCKED, order=AFTER_QC + 10)
+def settle_after_block(session: Session, event: Event) -> None:
+    after_block(session, int(event.payload["study_id"]), int(event.payload["worker_id"]))

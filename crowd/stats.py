@@ -8,7 +8,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from crowd import quality
+from crowd.queue.hooks import QC_REFRESH, Event, on_event
 from crowd.storage import Item, ItemKind, Response, Worker
+from crowd.storage.outbox import RESPONSE_EXPLAINED, RESPONSE_STORED, RESPONSES_IMPORTED
 
 
 def refresh_after_response(session: Session, response_id: int) -> None:
@@ -54,3 +56,16 @@ def refresh_worker(session: Session, worker_id: int, study_id: int) -> dict[str,
         failures.pop(key, None)
     worker.qc_flags = {**worker.qc_flags, "attention_failed": failures}
     return numbers
+
+
+@on_event(RESPONSE_STORED, RESPONSE_EXPLAINED, order=QC_REFRESH)
+def refresh_after_answer(session: Session, event: Event) -> None:
+    """An answer (or its explanation) was stored: the worker's numbers and QC standing."""
+    refresh_after_response(session, int(event.payload["response_id"]))
+
+
+@on_event(RESPONSES_IMPORTED, order=QC_REFRESH)
+def refresh_after_import(session: Session, event: Event) -> None:
+    """Answers were imported: the numbers of every worker they came from."""
+    for worker_id in event.payload.get("worker_ids", []):
+        refresh_worker(session, int(worker_id), int(event.payload["study_id"]))

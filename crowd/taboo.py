@@ -34,6 +34,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import InvalidAction, NotFound, NoWorkLeft, StudyNotOpen, ValidationError
+from crowd.queue.hooks import SweepContext, every_sweep
 from crowd.storage import (
     Assignment,
     AssignmentState,
@@ -50,6 +51,7 @@ from crowd.storage import (
     Worker,
     utcnow,
 )
+from crowd.work import STALE_SWEEP_ORDER
 from tasks import get_hit_type
 from tasks.taboo import engine
 from tasks.taboo.config import OPPONENTS, TabooConfig
@@ -472,6 +474,13 @@ def sweep_games(session: Session, now: datetime | None = None) -> int:
         _check_clocks(session, game, now, polled_by=None)
         ended += game.outcome is not None
     return ended
+
+
+# Before the stale-assignment sweep: a game that ends stores its players' answers.
+@every_sweep("taboo-games", order=STALE_SWEEP_ORDER - 1)
+def sweep_open_games(sweep: SweepContext) -> None:
+    with sweep.db.session() as session:
+        sweep_games(session)
 
 
 def agent_move(

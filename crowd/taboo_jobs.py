@@ -15,10 +15,11 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from crowd.queue import MODELS, job_queue
+from crowd.queue.hooks import Event, after_event
 from crowd.queue.jobs import context
 from crowd.settings import Settings
 from crowd.storage import Database, Item, ItemKind, JudgeScore, Pairing, Study, TabooGame, utcnow
-from crowd.taboo import config_of, state_of, store_state, study_config
+from crowd.taboo import TABOO_MOVE, config_of, state_of, store_state, study_config
 from tasks.taboo import engine
 
 log = logging.getLogger(__name__)
@@ -149,9 +150,10 @@ def enqueue_judging(connection: redis.Redis, game_ids: list[int], job_id: str) -
     )  # fmt: skip
 
 
-def after_move(connection: redis.Redis, event_id: int, payload: dict[str, Any]) -> None:
+@after_event(TABOO_MOVE)
+def after_move(connection: redis.Redis, event: Event) -> None:
     """An utterance was stored (a TABOO_MOVE outbox event): judge it on the models queue."""
-    enqueue_judging(connection, [int(payload["game_id"])], f"taboo-judge-{event_id}")
+    enqueue_judging(connection, [int(event.payload["game_id"])], f"taboo-judge-{event.id}")
 
 
 # -- tournaments ---------------------------------------------------------------------------

@@ -23,6 +23,8 @@ from sqlalchemy.orm import Session
 from crowd.exceptions import CrowdError, InvalidConfig, NotFound, ValidationError
 from crowd.quality import left_out_workers
 from crowd.queue import MODELS, fetch_job, job_queue
+from crowd.queue.hooks import Event, after_event
+from crowd.queue.jobs import context
 from crowd.settings import Settings
 from crowd.storage import (
     OPEN_RUN_STATES,
@@ -35,6 +37,7 @@ from crowd.storage import (
     Study,
     utcnow,
 )
+from crowd.storage.outbox import RESPONSE_STORED, RESPONSES_IMPORTED
 from models.reward.config import (
     LABEL_SOURCES,
     MINILM_NAME,
@@ -215,6 +218,14 @@ def maybe_retrain(db: Database, connection: redis.Redis, study_id: int) -> int |
     return run_id
 
 
+@after_event(RESPONSE_STORED, RESPONSES_IMPORTED, order=20)
+def retrain_after_labels(connection: redis.Redis, event: Event) -> None:
+    """New labels may complete the study's next batch (reward_model.retrain_every)."""
+    study_id = event.payload.get("study_id")
+    if study_id is not None:
+        maybe_retrain(context().db, connection, int(study_id))
+
+
 def collect(session: Session, study: Study, source: str) -> tuple[list[Comparison], dict[str, Any]]:
     """The labels a run trains on, and counts that describe them.
 
@@ -353,8 +364,6 @@ def execute_run(db: Database, settings: Settings, run_id: int,
 
 def train_reward(run_id: int) -> str:
     """RQ job (queue MODELS, timeout TRAIN_TIMEOUT): run a queued reward-model run."""
-    from crowd.queue.jobs import context
-
     ctx = context()
     job = get_current_job()
     last = [0.0]

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from crowd.delivery import new_delivery, validate_url
 from crowd.exceptions import NotFound, ValidationError
+from crowd.queue.hooks import AFTER_QC, Event, on_event
 from crowd.storage import (
     AuditEntry,
     Delivery,
@@ -37,6 +38,7 @@ from crowd.storage import (
     Study,
     WebhookSubscription,
     Worker,
+    outbox,  # its topics; this module names webhook events
     utcnow,
 )
 
@@ -344,3 +346,15 @@ def _blocks(
         added += _emit(session, wanting, WORKER_BLOCKED, study_id, f"audit:{entry.id}", data,
                        entry.at)  # fmt: skip
     return added
+
+
+@on_event(outbox.RESPONSE_STORED, outbox.RESPONSE_EXPLAINED, order=AFTER_QC)
+def emit_after_response(session: Session, event: Event) -> None:
+    # After the QC refresh (order), so blocks its rules just made go out too.
+    after_response(session, int(event.payload["response_id"]),
+                   stored=event.topic == outbox.RESPONSE_STORED)  # fmt: skip
+
+
+@on_event(outbox.WORKER_BLOCKED, order=AFTER_QC)
+def emit_after_block(session: Session, event: Event) -> None:
+    after_block(session, int(event.payload["study_id"]), int(event.payload["worker_id"]))

@@ -27,6 +27,7 @@ from crowd.exceptions import (
     StudyNotOpen,
     ValidationError,
 )
+from crowd.queue.hooks import SweepContext, every_sweep
 from crowd.storage import (
     Assignment,
     AssignmentState,
@@ -46,16 +47,18 @@ from crowd.storage import (
     WorkerStatus,
     utcnow,
 )
+from crowd.storage.outbox import RESPONSE_EXPLAINED, RESPONSE_STORED
 from tasks import HitType, get_hit_type
 
 CANDIDATES_PER_TRY = 25
-RESPONSE_STORED = "response.stored"
-RESPONSE_EXPLAINED = "response.explained"
 # The same words for "no items left" and "QC stopped you": a stopped worker learns no more.
 SIM_PROVIDER = "sim"
 NO_MORE_FOR_YOU = "you have seen every item available to you in this study: thank you!"
 SESSION_DONE = "you have done every item of this task: submit it to finish"
 DEFAULT_ITEMS_PER_SESSION = 10
+# Where the stale-assignment sweep runs among the sweeps: sweeps that end assignments with
+# an answer (a live game's clocks) run before it.
+STALE_SWEEP_ORDER = 100
 
 
 def get_or_create_worker(
@@ -473,3 +476,10 @@ def abandon_stale(session: Session, idle_for: timedelta) -> int:
     for assignment in stale:
         assignment.transition(AssignmentState.ABANDONED)
     return len(stale)
+
+
+@every_sweep("stale-assignments", order=STALE_SWEEP_ORDER)
+def sweep_stale(sweep: SweepContext) -> None:
+    """Each sweep round: assignments idle for CROWD_ASSIGNMENT_TIMEOUT are abandoned."""
+    with sweep.db.session() as session:
+        abandon_stale(session, timedelta(seconds=sweep.settings.assignment_timeout))

@@ -15,6 +15,7 @@ from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
 from crowd.queue import EVENTS, fetch_job, job_queue
+from crowd.queue.hooks import SweepContext, every_sweep, install_commit_hooks
 from crowd.storage import Database, OutboxEvent, utcnow
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,13 @@ def sweep(db: Database, connection: redis.Redis, grace_seconds: float | None = N
     return done
 
 
+@every_sweep("outbox", order=0, burst=True)
+def sweep_outbox(sweep_context: SweepContext) -> None:
+    """Each sweep round; between burst rounds without the grace (nothing else enqueues)."""
+    grace = 0 if sweep_context.burst else None
+    sweep(sweep_context.db, sweep_context.connection, grace_seconds=grace)
+
+
 def install_after_commit_enqueue(db: Database, connection: redis.Redis) -> None:
     """Enqueue the outbox events of every committed session of `db` right after the commit."""
 
@@ -113,7 +121,6 @@ def install_after_commit_enqueue(db: Database, connection: redis.Redis) -> None:
     event.listen(db.sessions, "after_flush", collect)
     event.listen(db.sessions, "after_commit", after_commit)
     event.listen(db.sessions, "after_soft_rollback", lambda s, _t: after_rollback(s))
-    # Deliveries (webhooks, callbacks) are their own outbox rows: first attempt after commit.
-    from crowd.delivery import install_after_commit_delivery
-
-    install_after_commit_delivery(db, connection)
+    # And the features' own hooks: e.g. deliveries (webhooks, callbacks) are outbox rows of
+    # their own, with a first attempt right after the commit.
+    install_commit_hooks(db, connection)

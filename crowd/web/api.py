@@ -201,8 +201,8 @@ def report_html(study_id: int) -> Any:
 @bp.post("/studies/<int:study_id>/report")
 def request_report(study_id: int) -> Any:
     """Refresh the report: on the queue when there is one, here and now otherwise."""
-    from crowd.queue.jobs import request_report as enqueue_report
     from crowd.reports import build_report
+    from crowd.reports import request_report as enqueue_report
 
     with platform().db.session() as session:
         studies.get_study(session, study_id, current_experimenter(session))

@@ -13,7 +13,7 @@ import redis  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 from sqlalchemy import select  # noqa: E402
 
-from crowd.annotations import RESPONSES_IMPORTED, import_file  # noqa: E402
+from crowd.annotations import import_file  # noqa: E402
 from crowd.cli import main  # noqa: E402
 from crowd.exceptions import ValidationError  # noqa: E402
 from crowd.llm_eval import (  # noqa: E402
@@ -34,6 +34,7 @@ from crowd.storage import (  # noqa: E402
     ResponseSource,
     Worker,
 )
+from crowd.storage.outbox import RESPONSES_IMPORTED  # noqa: E402
 from crowd.studies import get_study  # noqa: E402
 from models.llm_eval.config import LLMEvalConfig  # noqa: E402
 from tasks import get_hit_type  # noqa: E402

@@ -13,13 +13,16 @@ import redis
 from sqlalchemy import func, select
 
 from crowd.app import create_app
+from crowd.plugins import load_features
 from crowd.queue import EVENTS, SERIALIZER, fetch_job, job_queue
 from crowd.queue.embedded import EmbeddedRedis
+from crowd.queue.hooks import after_commit_handlers, in_transaction_handlers, sweeps
 from crowd.queue.jobs import configure, process_event
 from crowd.queue.outbox import job_id
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from crowd.storage import AuditEntry, Database, OutboxEvent, Report, StudyWorker, Worker
+from crowd.storage.outbox import RESPONSE_STORED, WORKER_BLOCKED
 from tests.conftest import join, passage
 from tests.crowd.test_work import play
 
@@ -152,3 +155,27 @@ def test_every_queue_worker_and_job_fetch_uses_the_json_serializer() -> None:
             if not any(keyword.arg == "serializer" for keyword in node.keywords):
                 offenders.append(f"{path.relative_to(root)}:{node.lineno} {name}(...)")
     assert offenders == []
+
+
+def test_event_handlers_run_in_their_documented_order() -> None:
+    """The QC refresh first, then the webhooks (which must see the blocks its rules made),
+    then the Scale completion; after the commit, judging before the report refresh."""
+    load_features()
+
+    def names(handlers: list[Any]) -> list[str]:
+        return [f"{handler.__module__}.{handler.__qualname__}" for handler in handlers]
+
+    assert names(in_transaction_handlers(RESPONSE_STORED)) == [
+        "crowd.stats.refresh_after_answer",
+        "crowd.webhooks.emit_after_response",
+        "crowd.scale_completion.settle_after_response",
+    ]
+    assert names(in_transaction_handlers(WORKER_BLOCKED)) == [
+        "crowd.webhooks.emit_after_block",
+        "crowd.scale_completion.settle_after_block",
+    ]
+    assert names(after_commit_handlers(RESPONSE_STORED)) == [
+        "crowd.reports.refresh_after_event",
+        "crowd.training.retrain_after_labels",
+    ]
+    assert [sweep.name for sweep in sweeps()][-2:] == ["taboo-games", "stale-assignments"]

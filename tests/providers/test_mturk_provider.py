@@ -21,8 +21,8 @@ from sqlalchemy import func, select
 
 from crowd import platforms
 from crowd.cli import main
+from crowd.platforms import request_platform_syncs
 from crowd.queue import redis_connection
-from crowd.queue.jobs import request_platform_syncs
 from crowd.queue.runner import run_worker
 from crowd.security import WorkerSigner
 from crowd.settings import Settings
