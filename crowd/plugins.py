@@ -20,7 +20,7 @@ FEATURES = (
     "crowd.stats",  # worker statistics and QC standing after each answer (first)
     "crowd.delivery",  # first attempts after the commit, the sweep of due deliveries
     "crowd.webhooks",  # experimenters' webhooks
-    "crowd.scale_completion",  # Scale tasks complete, their callbacks
+    "crowd.scale.completion",  # Scale tasks complete, their callbacks
     "crowd.reports",  # a report refresh after every event of a study
     "crowd.training",  # a reward-model run every N labels
     "crowd.platforms",  # platform calls after the commit, periodic syncs

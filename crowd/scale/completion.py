@@ -4,7 +4,7 @@ A task is complete once its item has its target number of answers that QC accept
 of workers the study's QC excluded (crowd.quality.excluded_by), of blocked workers, and of
 rejected assignments do not count, and each of them raises the item's target by one so
 another worker answers in its place. The response is the majority of the accepted picks
-(crowd.scale_params.task_response). Then the task's callback is scheduled as a signed,
+(crowd.scale.params.task_response). Then the task's callback is scheduled as a signed,
 retried delivery (crowd.delivery) carrying Scale's `scale-callback-auth` header; its outcome
 sets the task's `callback_succeeded`.
 
@@ -25,8 +25,8 @@ from crowd.delivery import on_delivery_outcome, schedule_delivery
 from crowd.exceptions import ValidationError
 from crowd.quality import left_out_workers
 from crowd.queue.hooks import AFTER_QC, Event, on_event
-from crowd.scale import callback_auth_key, task_json
-from crowd.scale_params import task_response
+from crowd.scale.params import task_response
+from crowd.scale.service import callback_auth_key, task_json
 from crowd.storage import (
     Assignment,
     AssignmentState,

@@ -4,8 +4,8 @@ A Scale project is one `comparison` study of the experimenter, created with the 
 task is one item of that study (an evaluation task a gold item, a training task a training
 item), so tasks are served by crowd/work.py to whichever crowds the study is published to,
 under the study's QC. What Scale's objects hold beyond the item lives in storage/scale.py.
-The request formats and the mapping onto items are in crowd/scale_params.py, listing in
-crowd/scale_listing.py, completion and callbacks in crowd/scale_completion.py.
+The request formats and the mapping onto items are in params.py, listing in listing.py,
+completion and callbacks in completion.py (beside this module).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from crowd import studies
 from crowd.exceptions import AlreadyExists, InvalidConfig, NotFound, ValidationError
-from crowd.scale_params import (
+from crowd.scale.params import (
     HIT_TYPE,
     TASK_TYPES,
     TaskRequest,

@@ -18,8 +18,8 @@ from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.orm import Session, selectinload
 
 from crowd.exceptions import ValidationError
-from crowd.scale import MAX_PAGE, batch_json, get_batch, get_project, task_json
-from crowd.scale_params import TASK_TYPES
+from crowd.scale.params import TASK_TYPES
+from crowd.scale.service import MAX_PAGE, batch_json, get_batch, get_project, task_json
 from crowd.storage import (
     Experimenter,
     ItemKind,
