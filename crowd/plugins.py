@@ -18,8 +18,8 @@ from tasks import HIT_TYPES, HitType, load_builtin
 # Modules that register outbox event handlers, sweeps or delivery hooks when imported.
 FEATURES = (
     "crowd.stats",  # worker statistics and QC standing after each answer (first)
-    "crowd.delivery",  # first attempts after the commit, the sweep of due deliveries
-    "crowd.webhooks",  # experimenters' webhooks
+    "crowd.delivery.signed",  # first attempts after the commit, the sweep of due deliveries
+    "crowd.delivery.webhooks",  # experimenters' webhooks
     "crowd.scale.completion",  # Scale tasks complete, their callbacks
     "crowd.reports",  # a report refresh after every event of a study
     "crowd.training",  # a reward-model run every N labels

@@ -5,7 +5,7 @@ of workers the study's QC excluded (crowd.quality.excluded_by), of blocked worke
 rejected assignments do not count, and each of them raises the item's target by one so
 another worker answers in its place. The response is the majority of the accepted picks
 (crowd.scale.params.task_response). Then the task's callback is scheduled as a signed,
-retried delivery (crowd.delivery) carrying Scale's `scale-callback-auth` header; its outcome
+retried delivery (crowd.delivery.signed) carrying Scale's `scale-callback-auth` header; its outcome
 sets the task's `callback_succeeded`.
 
 Runs in the queue job of each stored answer (crowd.queue.jobs.process_event), after the QC
@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from crowd.delivery import on_delivery_outcome, schedule_delivery
+from crowd.delivery.signed import on_delivery_outcome, schedule_delivery
 from crowd.exceptions import ValidationError
 from crowd.quality import left_out_workers
 from crowd.queue.hooks import AFTER_QC, Event, on_event

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from crowd.delivery.signed import validate_url
 from crowd.exceptions import ValidationError
 
 COMPARISON = "comparison"
@@ -107,9 +108,7 @@ def check_name(value: Any, where: str) -> str:
 
 
 def check_url(value: Any, where: str) -> str | None:
-    """A callback URL as crowd.delivery will POST to it (so a bad one fails here, not later)."""
-    from crowd.delivery import validate_url
-
+    """A callback URL as a signed delivery will POST to it (a bad one fails here, not later)."""
     if value is None or value == "":
         return None
     if isinstance(value, str) and "@" in value and "://" not in value:

@@ -6,9 +6,10 @@ from typing import Any
 
 from flask import Blueprint, request
 
-from crowd import studies, webhooks
+from crowd import studies
 from crowd.context import platform
-from crowd.delivery import delivery_json
+from crowd.delivery import webhooks
+from crowd.delivery.signed import delivery_json
 from crowd.exceptions import ValidationError
 from crowd.web.common import current_experimenter, json_body
 

@@ -20,7 +20,7 @@ from redis.retry import Retry
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from crowd.delivery import (
+from crowd.delivery.signed import (
     DELIVERY_HEADER,
     DELIVERY_OUTCOMES,
     SIGNATURE_HEADER,

@@ -167,11 +167,11 @@ def test_event_handlers_run_in_their_documented_order() -> None:
 
     assert names(in_transaction_handlers(RESPONSE_STORED)) == [
         "crowd.stats.refresh_after_answer",
-        "crowd.webhooks.emit_after_response",
+        "crowd.delivery.webhooks.emit_after_response",
         "crowd.scale.completion.settle_after_response",
     ]
     assert names(in_transaction_handlers(WORKER_BLOCKED)) == [
-        "crowd.webhooks.emit_after_block",
+        "crowd.delivery.webhooks.emit_after_block",
         "crowd.scale.completion.settle_after_block",
     ]
     assert names(after_commit_handlers(RESPONSE_STORED)) == [

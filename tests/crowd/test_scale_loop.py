@@ -14,7 +14,7 @@ import pytest
 from scaleapi import ScaleClient
 from sqlalchemy import select
 
-from crowd.delivery import verify_signature
+from crowd.delivery.signed import verify_signature
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from crowd.storage import Database, Delivery, DeliveryStatus, utcnow

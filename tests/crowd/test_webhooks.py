@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 
 from crowd.accounts import create_api_key
 from crowd.cli import main
-from crowd.delivery import DELIVERY_HEADER, SIGNATURE_HEADER, verify_signature
+from crowd.delivery.signed import DELIVERY_HEADER, SIGNATURE_HEADER, verify_signature
 from crowd.queue.jobs import configure, process_event
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings

@@ -10,7 +10,7 @@ event, ref) pair is delivered at most once, so a job that runs twice sends nothi
 - `worker.blocked`: a reviewer blocked the worker, or a QC rule soft-blocked or stopped them.
 
 Every delivery is `{"event", "study_id", "created_at", "data": {...}}` with the headers
-X-Crowd-Event, X-Crowd-Delivery and X-Crowd-Signature (see crowd.delivery).
+X-Crowd-Event, X-Crowd-Delivery and X-Crowd-Signature (see crowd.delivery.signed).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from crowd.delivery import new_delivery, validate_url
+from crowd.delivery.signed import new_delivery, validate_url
 from crowd.exceptions import NotFound, ValidationError
 from crowd.queue.hooks import AFTER_QC, Event, on_event
 from crowd.storage import (
