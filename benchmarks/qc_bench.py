@@ -35,10 +35,11 @@ from sqlalchemy import select
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from crowd import labels, quality  # noqa: E402
 from crowd.accounts import authenticate, create_api_key  # noqa: E402
 from crowd.demo import BackgroundServer  # noqa: E402
 from crowd.providers.sim import SimulatedCrowd  # noqa: E402
+from crowd.quality import labels  # noqa: E402
+from crowd.quality import standing as quality  # noqa: E402
 from crowd.queue.runner import ensure_redis, run_worker  # noqa: E402
 from crowd.settings import Settings  # noqa: E402
 from crowd.storage import (  # noqa: E402
@@ -209,7 +210,7 @@ MAKERS = {"boundary": boundary_items, "likert": likert_items, "comparison": comp
 
 
 def truth_labels(hit_type: str, records: list[dict]) -> dict[str, Any]:
-    """The true label of every (real item, question) task, keyed like crowd.labels."""
+    """The true label of every (real item, question) task, keyed like crowd.quality.labels."""
     truth: dict[str, Any] = {}
     for record in records:
         if record.get("kind", "real") != "real":

@@ -17,7 +17,7 @@ from tasks import HIT_TYPES, HitType, load_builtin
 
 # Modules that register outbox event handlers, sweeps or delivery hooks when imported.
 FEATURES = (
-    "crowd.stats",  # worker statistics and QC standing after each answer (first)
+    "crowd.quality.stats",  # worker statistics and QC standing after each answer (first)
     "crowd.delivery.signed",  # first attempts after the commit, the sweep of due deliveries
     "crowd.delivery.webhooks",  # experimenters' webhooks
     "crowd.scale.completion",  # Scale tasks complete, their callbacks

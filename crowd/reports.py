@@ -16,8 +16,9 @@ from rq.job import Job, JobStatus
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from crowd import labels, quality
 from crowd.exceptions import ValidationError
+from crowd.quality import labels
+from crowd.quality import standing as quality
 from crowd.queue import REPORTS, fetch_job, job_queue
 from crowd.queue.hooks import ANY_TOPIC, Event, after_event
 from crowd.queue.jobs import context
@@ -301,7 +302,7 @@ def refresh_report(study_id: int) -> str:
 
     The analysis runs in a read-only session, so on SQLite it holds no lock while answers
     keep coming; only storing the result writes. The workers' QC standing it reads was
-    refreshed by the job of each response (crowd.stats's event handlers).
+    refreshed by the job of each response (crowd.quality.stats's event handlers).
     """
     ctx = context()
     with ctx.db.read_session() as session:

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from crowd import platforms
 from crowd.exceptions import NotFound, PermissionDenied, ValidationError
-from crowd.quality import audit, blocked_in_study, standing
+from crowd.quality.standing import audit, blocked_in_study, standing
 from crowd.storage import (
     Assignment,
     AssignmentState,

@@ -137,8 +137,8 @@ def _check_access(
     session: Session, study: Study, worker: Worker, platform_session: PlatformSession | None
 ) -> None:
     """The checks every request for work passes (crowd.work.next_assignment makes them too)."""
-    from crowd import quality
     from crowd.exceptions import PermissionDenied
+    from crowd.quality import standing as quality
     from crowd.storage import Serving, SessionState, WorkerStatus
     from crowd.work import NO_MORE_FOR_YOU
 

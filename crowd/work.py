@@ -17,7 +17,6 @@ from sqlalchemy import Select, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from crowd import quality
 from crowd.exceptions import (
     InvalidAction,
     NotFound,
@@ -27,6 +26,7 @@ from crowd.exceptions import (
     StudyNotOpen,
     ValidationError,
 )
+from crowd.quality import standing as quality
 from crowd.queue.hooks import SweepContext, every_sweep
 from crowd.storage import (
     Assignment,

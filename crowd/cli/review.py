@@ -40,7 +40,8 @@ def review() -> None:
 @handle_errors
 def workers(study_id: int, sort: str, as_json: bool) -> None:
     """List the study's workers with their QC evidence, rules firing and standing."""
-    from crowd import quality, review
+    from crowd import review
+    from crowd.quality import standing as quality
     from crowd.studies import get_study
 
     _, db = open_database()
@@ -189,7 +190,8 @@ def qualify(study_id: int, worker_ids: tuple[int, ...], qualification: str, valu
 @handle_errors
 def bulk(study_id: int, rule: str, action: str, reason: str, actor: str | None) -> None:
     """Apply one action to every worker a rule fires on (e.g. soft-reject all too_fast)."""
-    from crowd import quality, review
+    from crowd import review
+    from crowd.quality import standing as quality
     from crowd.studies import get_study
 
     _, db = open_database()

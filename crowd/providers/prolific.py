@@ -210,7 +210,7 @@ class ProlificProvider(Provider):
             return {"bonus_id": bonus_id}
         if action in ("block", "unblock", "notify", "grant_qualification"):
             # Prolific's API has no per-researcher block or qualification: blocked workers
-            # get no items from us (crowd.quality.blocked_by); say so in the record.
+            # get no items from us (crowd.quality.standing.blocked_by); say so in the record.
             return {"platform": f"Prolific has no {action} call: kept on our side only"}
         raise ValidationError(f"Prolific has no action {action!r}", "action")
 

@@ -1,7 +1,7 @@
 """Completing Scale tasks from accepted answers, and the callbacks that report them.
 
 A task is complete once its item has its target number of answers that QC accepts: answers
-of workers the study's QC excluded (crowd.quality.excluded_by), of blocked workers, and of
+of workers the study's QC excluded (crowd.quality.standing.excluded_by), of blocked workers, and of
 rejected assignments do not count, and each of them raises the item's target by one so
 another worker answers in its place. The response is the majority of the accepted picks
 (crowd.scale.params.task_response). Then the task's callback is scheduled as a signed,
@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from crowd.delivery.signed import on_delivery_outcome, schedule_delivery
 from crowd.exceptions import ValidationError
-from crowd.quality import left_out_workers
+from crowd.quality.standing import left_out_workers
 from crowd.queue.hooks import AFTER_QC, Event, on_event
 from crowd.scale.params import task_response
 from crowd.scale.service import callback_auth_key, task_json

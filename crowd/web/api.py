@@ -8,9 +8,11 @@ from typing import Any
 from flask import Blueprint, Response, request
 from sqlalchemy import select
 
-from crowd import labels, quality, review, studies
+from crowd import review, studies
 from crowd.context import platform
 from crowd.exceptions import NotFound, ValidationError
+from crowd.quality import labels
+from crowd.quality import standing as quality
 from crowd.reports import export as export_rows
 from crowd.storage import Experimenter, Report, RewardRun, Role, Study
 from crowd.web.common import current_experimenter, json_body

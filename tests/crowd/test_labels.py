@@ -10,7 +10,8 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from crowd import labels, quality
+from crowd.quality import labels
+from crowd.quality import standing as quality
 from crowd.review import Reviewer, act
 from crowd.storage import (
     AggregatedLabels,

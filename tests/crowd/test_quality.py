@@ -14,7 +14,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
-from crowd import quality
+from crowd.quality import standing as quality
 from crowd.storage import (
     Assignment,
     AuditEntry,

@@ -166,7 +166,7 @@ def test_event_handlers_run_in_their_documented_order() -> None:
         return [f"{handler.__module__}.{handler.__qualname__}" for handler in handlers]
 
     assert names(in_transaction_handlers(RESPONSE_STORED)) == [
-        "crowd.stats.refresh_after_answer",
+        "crowd.quality.stats.refresh_after_answer",
         "crowd.delivery.webhooks.emit_after_response",
         "crowd.scale.completion.settle_after_response",
     ]

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from crowd import quality
 from crowd.accounts import authenticate, create_api_key, create_user
 from crowd.demo import BackgroundServer, sample_records
 from crowd.providers.sim import SimulatedCrowd
+from crowd.quality import standing as quality
 from crowd.settings import Settings
 from crowd.storage import (
     Assignment,

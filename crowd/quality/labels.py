@@ -10,7 +10,7 @@ from typing import Any, cast
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from crowd.quality import SYSTEM, audit, left_out_workers, study_qc
+from crowd.quality.standing import SYSTEM, audit, left_out_workers, study_qc
 from crowd.storage import (
     AggregatedLabels,
     Item,

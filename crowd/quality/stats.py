@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from crowd import quality
+from crowd.quality import standing as quality
 from crowd.queue.hooks import QC_REFRESH, Event, on_event
 from crowd.storage import Item, ItemKind, Response, Worker
 from crowd.storage.outbox import RESPONSE_EXPLAINED, RESPONSE_STORED, RESPONSES_IMPORTED
