@@ -43,7 +43,7 @@ from crowd.storage import (
 )
 from crowd.storage.outbox import RESPONSES_IMPORTED
 from crowd.studies import import_items, parse_jsonl
-from crowd.work import get_or_create_worker
+from crowd.work.assignments import get_or_create_worker
 from tasks import get_hit_type
 
 IMPORT_PROVIDER = "import"

@@ -45,7 +45,7 @@ from crowd.storage import (
 )
 from crowd.storage.outbox import RESPONSES_IMPORTED
 from crowd.studies import get_study
-from crowd.work import get_or_create_worker
+from crowd.work.assignments import get_or_create_worker
 from models.llm_eval.config import LLMEvalConfig
 from models.llm_eval.evaluator import LLMAnswer, LLMEvaluator
 from models.llm_eval.prompts import rating_prompts

@@ -243,7 +243,7 @@ def bind_page(
     )
     if task is None or task.study_id != study.id:
         raise NotFound(f"{binding.task_remote_id} is not one of study {study.id}'s tasks")
-    from crowd.work import get_or_create_worker
+    from crowd.work.assignments import get_or_create_worker
 
     worker = get_or_create_worker(session, provider_name, binding.worker_external_id)
     row = session.scalar(
@@ -620,7 +620,7 @@ def _recover_session(
     task: RemoteTask,
     submission: RemoteSubmission,
 ) -> PlatformSession:
-    from crowd.work import get_or_create_worker
+    from crowd.work.assignments import get_or_create_worker
 
     worker = get_or_create_worker(session, provider.name, submission.worker_external_id)
     row = PlatformSession(

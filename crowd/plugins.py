@@ -24,7 +24,7 @@ FEATURES = (
     "crowd.reports",  # a report refresh after every event of a study
     "crowd.training",  # a reward-model run every N labels
     "crowd.platforms",  # platform calls after the commit, periodic syncs
-    "crowd.work",  # the sweep of stale assignments
+    "crowd.work.assignments",  # the sweep of stale assignments
     "crowd.taboo",  # the clocks of open games
     "crowd.taboo_jobs",  # judging each new utterance
 )

@@ -51,7 +51,7 @@ from crowd.storage import (
     Worker,
     utcnow,
 )
-from crowd.work import STALE_SWEEP_ORDER
+from crowd.work.assignments import STALE_SWEEP_ORDER
 from tasks import get_hit_type
 from tasks.taboo import engine
 from tasks.taboo.config import OPPONENTS, TabooConfig
@@ -136,11 +136,11 @@ def join_lobby(
 def _check_access(
     session: Session, study: Study, worker: Worker, platform_session: PlatformSession | None
 ) -> None:
-    """The checks every request for work passes (crowd.work.next_assignment makes them too)."""
+    """The checks every request for work passes (next_assignment makes them too)."""
     from crowd.exceptions import PermissionDenied
     from crowd.quality import standing as quality
     from crowd.storage import Serving, SessionState, WorkerStatus
-    from crowd.work import NO_MORE_FOR_YOU
+    from crowd.work.assignments import NO_MORE_FOR_YOU
 
     if worker.status == WorkerStatus.BLOCKED or quality.blocked_by(
         session, study.experimenter_id, worker.id
@@ -504,7 +504,7 @@ def config_of(session: Session, game: TabooGame) -> TabooConfig:
 
 def _finish(session: Session, game: TabooGame, state: GameState, now: datetime) -> None:
     """Record the end, and store each human player's side of it as their Response."""
-    from crowd.work import store_response
+    from crowd.work.assignments import store_response
 
     assert state.outcome is not None
     game.outcome = str(state.outcome)

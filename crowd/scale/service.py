@@ -2,7 +2,7 @@
 
 A Scale project is one `comparison` study of the experimenter, created with the project; a
 task is one item of that study (an evaluation task a gold item, a training task a training
-item), so tasks are served by crowd/work.py to whichever crowds the study is published to,
+item), so tasks are served by crowd/work/ to whichever crowds the study is published to,
 under the study's QC. What Scale's objects hold beyond the item lives in storage/scale.py.
 The request formats and the mapping onto items are in params.py, listing in listing.py,
 completion and callbacks in completion.py (beside this module).

@@ -16,7 +16,7 @@ from crowd.exceptions import NotFound
 from crowd.providers import PROVIDERS
 from crowd.storage import Publication
 from crowd.studies import get_study
-from crowd.work import DEFAULT_ITEMS_PER_SESSION
+from crowd.work.assignments import DEFAULT_ITEMS_PER_SESSION
 from tasks import get_hit_type
 
 bp = Blueprint("external", __name__)

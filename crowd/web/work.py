@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Blueprint, jsonify, make_response
 
-from crowd import platforms, work
+from crowd import platforms
 from crowd.context import platform
 from crowd.exceptions import NoWorkLeft, PermissionDenied, StudyNotOpen, ValidationError
 from crowd.providers import PROVIDERS
@@ -19,6 +19,7 @@ from crowd.web.common import (
     current_worker_id,
     json_body,
 )
+from crowd.work import assignments as work
 
 bp = Blueprint("work", __name__, url_prefix="/api/work")
 

@@ -323,7 +323,7 @@ def test_stale_assignments_are_abandoned_and_their_items_freed(
 ) -> None:
     from datetime import timedelta
 
-    from crowd.work import abandon_stale
+    from crowd.work.assignments import abandon_stale
 
     study_id = make_study([passage("a", 2)], {"annotations_per_item": 1})
     idle = join(client, auth, external_id="idle")
