@@ -209,7 +209,7 @@ def comparison_summary(data: dict[str, Any]) -> list[str]:
 
 def reward_lines(settings: Settings, study_id: int) -> list[str]:
     """What the reward-model runs the labels triggered did."""
-    from crowd.training import runs_of
+    from crowd.ml.reward import runs_of
 
     db = Database(settings.database_url)
     try:

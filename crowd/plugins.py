@@ -22,7 +22,7 @@ FEATURES = (
     "crowd.delivery.webhooks",  # experimenters' webhooks
     "crowd.scale.completion",  # Scale tasks complete, their callbacks
     "crowd.reports",  # a report refresh after every event of a study
-    "crowd.training",  # a reward-model run every N labels
+    "crowd.ml.reward",  # a reward-model run every N labels
     "crowd.platforms",  # platform calls after the commit, periodic syncs
     "crowd.work.assignments",  # the sweep of stale assignments
     "crowd.taboo",  # the clocks of open games

@@ -57,9 +57,9 @@ def reward(study_id: int, labels: str | None, extra: tuple[str, ...], detach: bo
     here when no worker listens on that queue. The model is saved under
     CROWD_DATA_DIR/models/study-STUDY/run-N with a model card.
     """
+    from crowd.ml.reward import enqueue_run, request_run
     from crowd.queue.runner import ensure_redis
     from crowd.studies import get_study
-    from crowd.training import enqueue_run, request_run
 
     overrides = {key: value for key, value in options.items() if value is not None}
     for pair in extra:
@@ -167,9 +167,9 @@ def _print_run(db: Any, run_id: int) -> None:
 @handle_errors
 def runs(study_id: int, as_json: bool) -> None:
     """List STUDY's reward-model runs, newest first, with their progress and accuracy."""
+    from crowd.ml.reward import job_progress, run_json, runs_of
     from crowd.queue import redis_connection
     from crowd.studies import get_study
-    from crowd.training import job_progress, run_json, runs_of
 
     settings, db = open_database()
     connection = redis_connection(settings.redis_url) if settings.redis_url else None

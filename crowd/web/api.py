@@ -308,7 +308,7 @@ def aggregate_now(study_id: int) -> Any:
 @bp.get("/studies/<int:study_id>/reward-models")
 def reward_runs(study_id: int) -> Any:
     """The study's reward-model runs, newest first, with their jobs' progress."""
-    from crowd import training
+    from crowd.ml import reward as training
 
     with platform().db.read_session() as session:
         studies.get_study(session, study_id, current_experimenter(session))
@@ -321,7 +321,7 @@ def reward_runs(study_id: int) -> Any:
 @bp.post("/studies/<int:study_id>/reward-models")
 def train_reward_model(study_id: int) -> Any:
     """Queue a reward-model run ({labels?, settings?: {RewardConfig fields}})."""
-    from crowd import training
+    from crowd.ml import reward as training
 
     body = json_body()
     unknown = sorted(set(body) - {"labels", "settings"})

@@ -16,7 +16,7 @@ from sqlalchemy import select  # noqa: E402
 from crowd.annotations import import_file  # noqa: E402
 from crowd.cli import main  # noqa: E402
 from crowd.exceptions import ValidationError  # noqa: E402
-from crowd.llm_eval import (  # noqa: E402
+from crowd.ml.llm_eval import (  # noqa: E402
     LLM_PROVIDER,
     default_rater_group,
     run_llm_eval,

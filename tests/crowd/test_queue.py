@@ -176,6 +176,6 @@ def test_event_handlers_run_in_their_documented_order() -> None:
     ]
     assert names(after_commit_handlers(RESPONSE_STORED)) == [
         "crowd.reports.refresh_after_event",
-        "crowd.training.retrain_after_labels",
+        "crowd.ml.reward.retrain_after_labels",
     ]
     assert [sweep.name for sweep in sweeps()][-2:] == ["taboo-games", "stale-assignments"]

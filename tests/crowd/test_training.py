@@ -17,12 +17,12 @@ from sqlalchemy import select
 from crowd.annotations import AnnotationRecord, import_annotations
 from crowd.cli import main
 from crowd.exceptions import InvalidConfig
+from crowd.ml.reward import collect, execute_run, maybe_retrain, request_run
 from crowd.queue import fetch_job, redis_connection
 from crowd.queue.runner import run_worker
 from crowd.review import Reviewer, act
 from crowd.settings import Settings
 from crowd.storage import Database, RewardRun, Role, RunStatus, Study, Worker
-from crowd.training import collect, execute_run, maybe_retrain, request_run
 from models.backbones import build_tiny_encoder
 from models.reward.mock import MockLabeler, mock_comparisons
 from models.reward.model import RewardModel
