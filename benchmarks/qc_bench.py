@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from crowd.accounts import authenticate, create_api_key  # noqa: E402
 from crowd.demo import BackgroundServer  # noqa: E402
+from crowd.platforms import open_study  # noqa: E402
 from crowd.providers.sim import SimulatedCrowd  # noqa: E402
 from crowd.quality import labels  # noqa: E402
 from crowd.quality import standing as quality  # noqa: E402
@@ -50,7 +51,7 @@ from crowd.storage import (  # noqa: E402
     StudyWorker,
     Worker,
 )
-from crowd.studies import create_study, get_study, import_items, publish  # noqa: E402
+from crowd.studies.lifecycle import create_study, get_study, import_items  # noqa: E402
 from qc.aggregation import label_accuracy  # noqa: E402
 from tasks import get_hit_type, load_builtin  # noqa: E402
 
@@ -257,7 +258,7 @@ def run_plan(plan: Plan, args: argparse.Namespace, base: Settings) -> dict[str, 
             plan.config,
         )
         import_items(session, study, records)
-        publish(session, study, ["sim"])
+        open_study(session, study, ["sim"])
         study_id = study.id
     counts = {role: round(share * args.workers) for role, share in SHARES.items()}
     mix = {plan.kinds[role]: n for role, n in counts.items()}

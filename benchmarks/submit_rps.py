@@ -391,8 +391,9 @@ def reset_postgres(url: str) -> str:
 def prepare_study(database_url: str, n_items: int) -> tuple[str, int]:
     """Migrate, then create an API key and a published boundary study; (key, study id)."""
     from crowd.accounts import authenticate, create_api_key
+    from crowd.platforms import open_study
     from crowd.storage import Database
-    from crowd.studies import create_study, import_items, publish
+    from crowd.studies.lifecycle import create_study, import_items
     from tasks import load_builtin
 
     load_builtin()
@@ -411,7 +412,7 @@ def prepare_study(database_url: str, n_items: int) -> tuple[str, int]:
             }
             study = create_study(session, experimenter, "submit benchmark", "boundary", config)
             import_items(session, study, passages(n_items))
-            publish(session, study, ["sim"])
+            open_study(session, study, ["sim"])
             return key, study.id
     finally:
         db.dispose()

@@ -22,13 +22,14 @@ from typing import Any
 from werkzeug.serving import make_server
 
 from crowd.accounts import authenticate, create_api_key
-from crowd.annotations import import_file
 from crowd.app import create_app
+from crowd.platforms import open_study
 from crowd.providers.sim import SimulatedCrowd
 from crowd.queue.runner import ensure_redis, run_worker
 from crowd.settings import Settings
 from crowd.storage import Database, Report
-from crowd.studies import create_study, get_study, import_items, parse_jsonl, publish
+from crowd.studies.annotations import import_file
+from crowd.studies.lifecycle import create_study, get_study, import_items, parse_jsonl
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
 
@@ -296,7 +297,7 @@ def start_taboo_demo(
                             "judge": {"relevance_model": "minilm", "relevance_threshold": 0.4}}}
         study = create_study(session, experimenter, "Adversarial Taboo demo", "taboo", config)
         import_items(session, study, words)
-        publish(session, study, ["local", "sim"])
+        open_study(session, study, ["local", "sim"])
         study_id = study.id
     echo(f"study {study_id} (taboo): {len(words)} target words")
     view = SimulatedPlayer(url, api_key, "sim-taboo-person", seed=seed).play(study_id)
@@ -387,7 +388,7 @@ def run_demo(
         for study in studies:
             created = create_study(session, experimenter, study.name, study.hit_type, study.config)
             import_items(session, created, study.records)
-            publish(session, created, ["local", "sim"])
+            open_study(session, created, ["local", "sim"])
             ids[study.hit_type] = created.id
             kinds = [r.get("kind", "real") for r in study.records]
             echo(

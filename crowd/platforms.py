@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -25,12 +25,12 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from crowd import studies
 from crowd.exceptions import (
     AuthenticationError,
     InvalidAction,
     NotFound,
     PermissionDenied,
+    StudyNotOpen,
     ValidationError,
 )
 from crowd.providers import PROVIDERS, Provider
@@ -63,6 +63,7 @@ from crowd.storage import (
 )
 from crowd.storage.outbox import RESPONSE_STORED
 from crowd.storage.qc import Decision
+from crowd.studies import lifecycle as studies
 from tasks import get_hit_type
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,28 @@ def study_ref(session: Session, study: Study) -> StudyRef:
     )
 
 
+def open_study(session: Session, study: Study, providers: Iterable[str]) -> Study:
+    """Open a study to workers of the given providers (e.g. local, sim); `publish` also
+    creates what a remote platform needs."""
+    names = sorted(set(providers))
+    if not names:
+        raise ValidationError("name at least one provider to publish to", "providers")
+    for name in names:
+        PROVIDERS.get(name)  # raises with the list of known providers
+    n_items = session.scalar(
+        select(func.count(Item.id)).where(
+            Item.study_id == study.id, Item.kind.in_((ItemKind.REAL, ItemKind.GOLD))
+        )
+    )
+    if not n_items:
+        raise StudyNotOpen(f"study {study.id} has no items yet: import some first")
+    study.providers = sorted(set(study.providers) | set(names))
+    if study.status != StudyStatus.PUBLISHED:
+        study.status = StudyStatus.PUBLISHED
+        study.published_at = utcnow()
+    return study
+
+
 def publish(
     session: Session,
     settings: Settings,
@@ -139,7 +162,7 @@ def publish(
     checked = {
         name: PROVIDERS.get(name).validate_options(options.get(name) or {}) for name in providers
     }
-    studies.publish(session, study, providers)
+    open_study(session, study, providers)
     ref = study_ref(session, study)
     links: dict[str, dict[str, str]] = {}
     for name in sorted(set(providers)):

@@ -21,7 +21,7 @@ FEATURES = (
     "crowd.delivery.signed",  # first attempts after the commit, the sweep of due deliveries
     "crowd.delivery.webhooks",  # experimenters' webhooks
     "crowd.scale.completion",  # Scale tasks complete, their callbacks
-    "crowd.reports",  # a report refresh after every event of a study
+    "crowd.studies.reports",  # a report refresh after every event of a study
     "crowd.ml.reward",  # a reward-model run every N labels
     "crowd.platforms",  # platform calls after the commit, periodic syncs
     "crowd.work.assignments",  # the sweep of stale assignments

@@ -7,8 +7,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from crowd.reports import excluded_workers, worker_key
 from crowd.storage import Item, Study, TabooGame, Worker
+from crowd.studies.reports import excluded_workers, worker_key
 from crowd.taboo import players
 
 

@@ -57,7 +57,7 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
     def expire(study_id: int, task_id: str | None) -> None:
         """Close the study's tasks to new workers (work in progress goes on)."""
         from crowd import platforms
-        from crowd.studies import get_study
+        from crowd.studies.lifecycle import get_study
 
         settings, db = open_database()
         with db.session() as session:
@@ -73,7 +73,7 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
     def extend(study_id: int, hours: float, places: int, task_id: str | None) -> None:
         """Keep the study's tasks open longer and/or add places."""
         from crowd import platforms
-        from crowd.studies import get_study
+        from crowd.studies.lifecycle import get_study
 
         settings, db = open_database()
         with db.session() as session:
@@ -90,7 +90,7 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
     def actions(study_id: int, retry: bool) -> None:
         """The platform calls made or pending for the study (approve, bonus, block, ...)."""
         from crowd import platforms
-        from crowd.studies import get_study
+        from crowd.studies.lifecycle import get_study
 
         _settings, db = open_database()
         with db.session() as session:

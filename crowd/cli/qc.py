@@ -22,7 +22,7 @@ def qc() -> None:
 def refresh(study_id: int) -> None:
     """Recompute every worker's evidence and let the study's rules act (audited)."""
     from crowd.quality import standing as quality
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:
@@ -45,7 +45,7 @@ def aggregate(study_id: int, methods: tuple[str, ...], full: bool) -> None:
     """Aggregate repeated labels and store labels and worker skills per method."""
     from crowd.quality import labels
     from crowd.quality import standing as quality
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:
@@ -68,7 +68,7 @@ def aggregate(study_id: int, methods: tuple[str, ...], full: bool) -> None:
 def promote_gold(study_id: int, min_agreeing: int, min_share: float, dry_run: bool) -> None:
     """Turn real items into gold where trusted workers agree (their answer becomes gold)."""
     from crowd.quality import labels
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:

@@ -91,8 +91,8 @@ def summary(study_id: int, tournament: str | None, as_json: bool) -> None:
 
 def _summary(db: object, study_id: int, as_json: bool, tournament: str | None) -> None:
     from crowd import taboo_records
-    from crowd.reports import excluded_workers
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
+    from crowd.studies.reports import excluded_workers
     from tasks import get_hit_type
 
     with db.session() as session:  # type: ignore[attr-defined]
@@ -132,7 +132,7 @@ def export(study_id: int, fmt: str, tournament: str | None) -> None:
     """Write full transcripts with judge scores to stdout (JSONL: one game a line; CSV:
     one utterance a row)."""
     from crowd import taboo_records
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
     from tasks.taboo import export as taboo_export
 
     _, db = open_database()

@@ -59,7 +59,7 @@ def reward(study_id: int, labels: str | None, extra: tuple[str, ...], detach: bo
     """
     from crowd.ml.reward import enqueue_run, request_run
     from crowd.queue.runner import ensure_redis
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
 
     overrides = {key: value for key, value in options.items() if value is not None}
     for pair in extra:
@@ -169,7 +169,7 @@ def runs(study_id: int, as_json: bool) -> None:
     """List STUDY's reward-model runs, newest first, with their progress and accuracy."""
     from crowd.ml.reward import job_progress, run_json, runs_of
     from crowd.queue import redis_connection
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
 
     settings, db = open_database()
     connection = redis_connection(settings.redis_url) if settings.redis_url else None

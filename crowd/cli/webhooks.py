@@ -24,7 +24,7 @@ def webhooks() -> None:
 def add(study_id: int, url: str, events: tuple[str, ...]) -> None:
     """Subscribe URL to the study's events; prints the signing secret (shown only once)."""
     from crowd.delivery import webhooks as hooks
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:
@@ -43,7 +43,7 @@ def add(study_id: int, url: str, events: tuple[str, ...]) -> None:
 def list_(study_id: int, as_json: bool) -> None:
     """The study's active webhooks."""
     from crowd.delivery import webhooks as hooks
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:
@@ -68,7 +68,7 @@ def list_(study_id: int, as_json: bool) -> None:
 def remove(study_id: int, webhook_id: int) -> None:
     """Stop sending to a webhook; its deliveries waiting for a retry are dropped."""
     from crowd.delivery import webhooks as hooks
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:
@@ -86,7 +86,7 @@ def deliveries(study_id: int, webhook_id: int, limit: int, as_json: bool) -> Non
     """A webhook's recent deliveries: status, attempts, last answer or error."""
     from crowd.delivery import webhooks as hooks
     from crowd.delivery.signed import delivery_json
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:

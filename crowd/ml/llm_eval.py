@@ -28,7 +28,6 @@ from rq.job import Job
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from crowd.annotations import MAX_GROUP
 from crowd.exceptions import InvalidConfig, ValidationError
 from crowd.queue import MODELS, job_queue
 from crowd.queue.jobs import context
@@ -44,7 +43,8 @@ from crowd.storage import (
     Worker,
 )
 from crowd.storage.outbox import RESPONSES_IMPORTED
-from crowd.studies import get_study
+from crowd.studies.annotations import MAX_GROUP
+from crowd.studies.lifecycle import get_study
 from crowd.work.assignments import get_or_create_worker
 from models.llm_eval.config import LLMEvalConfig
 from models.llm_eval.evaluator import LLMAnswer, LLMEvaluator

@@ -233,7 +233,7 @@ def collect(session: Session, study: Study, source: str) -> tuple[list[Compariso
     blocks are dropped) on real and gold items. An aggregation method: one label per item,
     the method's label over the filtered set.
     """
-    from crowd.reports import analysis_rows
+    from crowd.studies.reports import analysis_rows
 
     rows, excluded = analysis_rows(session, study, refresh=False)
     kept = [row for row in rows if row["kind"] in {str(k) for k in REWARD_KINDS}]

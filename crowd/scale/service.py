@@ -19,7 +19,6 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from crowd import studies
 from crowd.exceptions import AlreadyExists, InvalidConfig, NotFound, ValidationError
 from crowd.scale.params import (
     HIT_TYPE,
@@ -44,6 +43,7 @@ from crowd.storage import (
     ScaleTaskTag,
     utcnow,
 )
+from crowd.studies import lifecycle as studies
 
 MAX_PAGE = 100
 MAX_COMMENTS = 5000

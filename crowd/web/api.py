@@ -8,13 +8,14 @@ from typing import Any
 from flask import Blueprint, Response, request
 from sqlalchemy import select
 
-from crowd import review, studies
+from crowd import review
 from crowd.context import platform
 from crowd.exceptions import NotFound, ValidationError
 from crowd.quality import labels
 from crowd.quality import standing as quality
-from crowd.reports import export as export_rows
 from crowd.storage import Experimenter, Report, RewardRun, Role, Study
+from crowd.studies import lifecycle as studies
+from crowd.studies.reports import export as export_rows
 from crowd.web.common import current_experimenter, json_body
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -92,7 +93,7 @@ def import_items(study_id: int) -> Any:
 @bp.post("/studies/<int:study_id>/annotations")
 def import_annotations(study_id: int) -> Any:
     """Answers collected elsewhere, as the raw file: ?format=jsonl|csv|roft&rater_group=..."""
-    from crowd.annotations import FORMATS, import_file
+    from crowd.studies.annotations import FORMATS, import_file
 
     fmt = request.args.get("format", "jsonl")
     if fmt not in FORMATS:
@@ -203,8 +204,8 @@ def report_html(study_id: int) -> Any:
 @bp.post("/studies/<int:study_id>/report")
 def request_report(study_id: int) -> Any:
     """Refresh the report: on the queue when there is one, here and now otherwise."""
-    from crowd.reports import build_report
-    from crowd.reports import request_report as enqueue_report
+    from crowd.studies.reports import build_report
+    from crowd.studies.reports import request_report as enqueue_report
 
     with platform().db.session() as session:
         studies.get_study(session, study_id, current_experimenter(session))

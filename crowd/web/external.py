@@ -15,7 +15,7 @@ from crowd.context import platform
 from crowd.exceptions import NotFound
 from crowd.providers import PROVIDERS
 from crowd.storage import Publication
-from crowd.studies import get_study
+from crowd.studies.lifecycle import get_study
 from crowd.work.assignments import DEFAULT_ITEMS_PER_SESSION
 from tasks import get_hit_type
 

@@ -8,7 +8,7 @@ from flask import Blueprint, render_template, request
 
 from crowd.context import platform
 from crowd.exceptions import NotFound
-from crowd.studies import get_study
+from crowd.studies.lifecycle import get_study
 from crowd.web.common import current_worker_id, optional_worker_id
 from crowd.work import game
 from tasks import get_hit_type

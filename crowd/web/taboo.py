@@ -12,7 +12,7 @@ from crowd import platforms, taboo
 from crowd.context import platform
 from crowd.exceptions import AlreadyExists, ValidationError
 from crowd.storage import Assignment, PlatformSession, TabooGame, Worker
-from crowd.studies import get_study
+from crowd.studies.lifecycle import get_study
 from crowd.web.common import current_experimenter, current_worker, current_worker_id, json_body
 
 bp = Blueprint("taboo", __name__)

@@ -6,11 +6,11 @@ from typing import Any
 
 from flask import Blueprint, request
 
-from crowd import studies
 from crowd.context import platform
 from crowd.delivery import webhooks
 from crowd.delivery.signed import delivery_json
 from crowd.exceptions import ValidationError
+from crowd.studies import lifecycle as studies
 from crowd.web.common import current_experimenter, json_body
 
 bp = Blueprint("webhooks", __name__, url_prefix="/api/studies/<int:study_id>/webhooks")

@@ -11,7 +11,7 @@ from crowd import platforms
 from crowd.context import platform
 from crowd.exceptions import NoWorkLeft, PermissionDenied, StudyNotOpen, ValidationError
 from crowd.providers import PROVIDERS
-from crowd.studies import get_study
+from crowd.studies.lifecycle import get_study
 from crowd.web.common import (
     WORKER_COOKIE,
     current_experimenter,

@@ -12,12 +12,12 @@ from click.testing import CliRunner
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
-from crowd.annotations import import_file, records_from_csv, roft_item_id
 from crowd.cli import main
 from crowd.exceptions import InvalidItem, ValidationError
-from crowd.reports import analysis_rows, export
 from crowd.storage import Database, Item, OutboxEvent, Response, ResponseSource
-from crowd.studies import get_study
+from crowd.studies.annotations import import_file, records_from_csv, roft_item_id
+from crowd.studies.lifecycle import get_study
+from crowd.studies.reports import analysis_rows, export
 from tests.conftest import join, passage
 
 

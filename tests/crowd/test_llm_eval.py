@@ -13,7 +13,6 @@ import redis  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 from sqlalchemy import select  # noqa: E402
 
-from crowd.annotations import import_file  # noqa: E402
 from crowd.cli import main  # noqa: E402
 from crowd.exceptions import ValidationError  # noqa: E402
 from crowd.ml.llm_eval import (  # noqa: E402
@@ -24,7 +23,6 @@ from crowd.ml.llm_eval import (  # noqa: E402
 )
 from crowd.queue import MODELS, fetch_job, job_queue  # noqa: E402
 from crowd.queue.runner import run_worker  # noqa: E402
-from crowd.reports import analysis_rows  # noqa: E402
 from crowd.settings import Settings  # noqa: E402
 from crowd.storage import (  # noqa: E402
     Database,
@@ -35,7 +33,9 @@ from crowd.storage import (  # noqa: E402
     Worker,
 )
 from crowd.storage.outbox import RESPONSES_IMPORTED  # noqa: E402
-from crowd.studies import get_study  # noqa: E402
+from crowd.studies.annotations import import_file  # noqa: E402
+from crowd.studies.lifecycle import get_study  # noqa: E402
+from crowd.studies.reports import analysis_rows  # noqa: E402
 from models.llm_eval.config import LLMEvalConfig  # noqa: E402
 from tasks import get_hit_type  # noqa: E402
 from tests.models.scripted_lm import build_scripted_causal_lm  # noqa: E402

@@ -27,7 +27,7 @@ from crowd.storage import (
     StudyWorker,
     Worker,
 )
-from crowd.studies import get_study
+from crowd.studies.lifecycle import get_study
 from tests.conftest import join, passage
 
 NO_EXPLANATION = {"annotations_per_item": 1, "attention_rate": 0.0, "require_explanation": False}

@@ -175,7 +175,7 @@ def test_event_handlers_run_in_their_documented_order() -> None:
         "crowd.scale.completion.settle_after_block",
     ]
     assert names(after_commit_handlers(RESPONSE_STORED)) == [
-        "crowd.reports.refresh_after_event",
+        "crowd.studies.reports.refresh_after_event",
         "crowd.ml.reward.retrain_after_labels",
     ]
     assert [sweep.name for sweep in sweeps()][-2:] == ["taboo-games", "stale-assignments"]

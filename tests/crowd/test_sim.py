@@ -7,9 +7,9 @@ from typing import Any
 from sqlalchemy import select
 
 from crowd.providers.sim import SimulatedCrowd
-from crowd.reports import excluded_workers, platform_rows
 from crowd.storage import Database, Response, Study
-from crowd.studies import get_study
+from crowd.studies.lifecycle import get_study
+from crowd.studies.reports import excluded_workers, platform_rows
 
 
 def test_a_simulated_crowd_plays_and_the_failers_are_caught(

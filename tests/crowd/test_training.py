@@ -14,7 +14,6 @@ from click.testing import CliRunner
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from crowd.annotations import AnnotationRecord, import_annotations
 from crowd.cli import main
 from crowd.exceptions import InvalidConfig
 from crowd.ml.reward import collect, execute_run, maybe_retrain, request_run
@@ -23,6 +22,7 @@ from crowd.queue.runner import run_worker
 from crowd.review import Reviewer, act
 from crowd.settings import Settings
 from crowd.storage import Database, RewardRun, Role, RunStatus, Study, Worker
+from crowd.studies.annotations import AnnotationRecord, import_annotations
 from models.backbones import build_tiny_encoder
 from models.reward.mock import MockLabeler, mock_comparisons
 from models.reward.model import RewardModel

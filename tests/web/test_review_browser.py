@@ -21,6 +21,7 @@ from sqlalchemy import func, select
 
 from crowd.accounts import authenticate, create_api_key, create_user
 from crowd.demo import BackgroundServer, sample_records
+from crowd.platforms import open_study
 from crowd.providers.sim import SimulatedCrowd
 from crowd.quality import standing as quality
 from crowd.settings import Settings
@@ -38,7 +39,7 @@ from crowd.storage import (
     WorkerBlock,
     WorkerStatus,
 )
-from crowd.studies import create_study, get_study, import_items, publish
+from crowd.studies.lifecycle import create_study, get_study, import_items
 from tests.conftest import SECRET
 from tests.web.conftest import BROWSER_MARKS
 
@@ -83,7 +84,7 @@ def play_and_check(db: Database, base_url: str, api_key: str) -> None:
         experimenter = authenticate(session, api_key)
         study = create_study(session, experimenter, "test study", "boundary", config)
         import_items(session, study, items)
-        publish(session, study, ("sim",))
+        open_study(session, study, ("sim",))
         study_id = study.id
     crowd = SimulatedCrowd(
         base_url, api_key, study_id, "boundary", items, MIX, seed=3, items_per_worker=7

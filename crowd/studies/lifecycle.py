@@ -1,4 +1,4 @@
-"""Study lifecycle: create, import items, publish, progress."""
+"""Study lifecycle: create, import items, progress (crowd.platforms opens studies to workers)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import InvalidItem, NotFound, StudyNotOpen, ValidationError
-from crowd.providers import PROVIDERS
 from crowd.storage import (
     Assignment,
     AssignmentState,
@@ -21,7 +20,6 @@ from crowd.storage import (
     ResponseSource,
     Study,
     StudyStatus,
-    utcnow,
 )
 from tasks import ItemSpec, get_hit_type
 
@@ -112,27 +110,6 @@ def _item(study: Study, spec: ItemSpec) -> Item:
         rank=spec.rank,
         target=spec.target,
     )
-
-
-def publish(session: Session, study: Study, providers: Iterable[str]) -> Study:
-    """Open a study to workers of the given providers (e.g. local, sim)."""
-    names = sorted(set(providers))
-    if not names:
-        raise ValidationError("name at least one provider to publish to", "providers")
-    for name in names:
-        PROVIDERS.get(name)  # raises with the list of known providers
-    n_items = session.scalar(
-        select(func.count(Item.id)).where(
-            Item.study_id == study.id, Item.kind.in_((ItemKind.REAL, ItemKind.GOLD))
-        )
-    )
-    if not n_items:
-        raise StudyNotOpen(f"study {study.id} has no items yet: import some first")
-    study.providers = sorted(set(study.providers) | set(names))
-    if study.status != StudyStatus.PUBLISHED:
-        study.status = StudyStatus.PUBLISHED
-        study.published_at = utcnow()
-    return study
 
 
 def progress(session: Session, study: Study) -> dict[str, Any]:

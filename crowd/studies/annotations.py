@@ -42,7 +42,7 @@ from crowd.storage import (
     Worker,
 )
 from crowd.storage.outbox import RESPONSES_IMPORTED
-from crowd.studies import import_items, parse_jsonl
+from crowd.studies.lifecycle import import_items, parse_jsonl
 from crowd.work.assignments import get_or_create_worker
 from tasks import get_hit_type
 

@@ -33,7 +33,7 @@ from crowd.storage import (
     Worker,
     utcnow,
 )
-from crowd.studies import get_study, progress
+from crowd.studies.lifecycle import get_study, progress
 from tasks import get_hit_type, report_html
 
 log = logging.getLogger(__name__)
