@@ -23,8 +23,8 @@ from werkzeug.serving import make_server
 
 from crowd.accounts import authenticate, create_api_key
 from crowd.app import create_app
-from crowd.platforms import open_study
-from crowd.providers.sim import SimulatedCrowd
+from crowd.platforms.providers.sim import SimulatedCrowd
+from crowd.platforms.sync import open_study
 from crowd.queue.runner import ensure_redis, run_worker
 from crowd.settings import Settings
 from crowd.storage import Database, Report

@@ -302,7 +302,7 @@ class HitType(ABC):
 
     @abstractmethod
     def simulator(self) -> Simulator:
-        """How simulated workers of this type answer (see crowd.providers.sim)."""
+        """How simulated workers of this type answer (see crowd.platforms.providers.sim)."""
 
     # -- analysis and export -----------------------------------------------------------------
     @abstractmethod

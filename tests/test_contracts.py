@@ -12,8 +12,8 @@ from urllib.parse import parse_qs
 import pytest
 
 from crowd.exceptions import InvalidItem, RegistryError, ValidationError
-from crowd.providers import PROVIDERS, Provider, StudyRef
-from crowd.providers.base import ActionTarget, Binding
+from crowd.platforms.providers import PROVIDERS, Provider, StudyRef
+from crowd.platforms.providers.base import ActionTarget, Binding
 from crowd.registry import Registry
 from crowd.settings import Settings
 from tasks import HIT_TYPES, HitType, load_builtin

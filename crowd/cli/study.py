@@ -196,15 +196,15 @@ def publish(
 
     MTurk checks the account's balance against rewards plus MTurk's fee first.
     """  # fmt: skip
-    from crowd import platforms
-    from crowd.providers import PROVIDERS
+    from crowd.platforms.providers import PROVIDERS
+    from crowd.platforms.sync import publish
     from crowd.studies.lifecycle import get_study
 
     options = platform_options(providers, reward, sandbox, raw_options, options_file)
     settings, db = open_database()
     with db.session() as session:
         found = get_study(session, study_id)
-        links = platforms.publish(session, settings, found, providers, options)
+        links = publish(session, settings, found, providers, options)
     for name, urls in links.items():
         for label, url in urls.items():
             click.echo(f"{name} {label}: {url}")
@@ -220,7 +220,7 @@ def platform_options(
     options_file: Any,
 ) -> dict[str, dict[str, Any]]:
     """Options per platform provider from the command line's flags and file."""
-    from crowd.providers import PROVIDERS
+    from crowd.platforms.providers import PROVIDERS
 
     remote = [name for name in providers if PROVIDERS.get(name).remote]
     options: dict[str, dict[str, Any]] = {}

@@ -121,7 +121,7 @@ def import_annotations(study_id: int) -> Any:
 
 @bp.post("/studies/<int:study_id>/publish")
 def publish(study_id: int) -> Any:
-    from crowd import platforms
+    from crowd.platforms import sync as platforms
 
     body = json_body()
     providers = body.get("providers", ["local"])
@@ -139,7 +139,7 @@ def publish(study_id: int) -> Any:
 
 @bp.get("/studies/<int:study_id>/publications")
 def publications(study_id: int) -> Any:
-    from crowd import platforms
+    from crowd.platforms import sync as platforms
 
     with platform().db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
@@ -152,7 +152,7 @@ def publications(study_id: int) -> Any:
 @bp.post("/studies/<int:study_id>/sync")
 def sync(study_id: int) -> Any:
     """Sync the study with its crowd platforms now (crowd worker does it periodically)."""
-    from crowd import platforms
+    from crowd.platforms import sync as platforms
 
     with platform().db.read_session() as session:
         studies.get_study(session, study_id, current_experimenter(session))

@@ -8,9 +8,10 @@ from typing import Any
 from flask import Blueprint, Response, request
 from sqlalchemy import select
 
-from crowd import platforms, taboo
+from crowd import taboo
 from crowd.context import platform
 from crowd.exceptions import AlreadyExists, ValidationError
+from crowd.platforms import sync as platforms
 from crowd.storage import Assignment, PlatformSession, TabooGame, Worker
 from crowd.studies.lifecycle import get_study
 from crowd.web.common import current_experimenter, current_worker, current_worker_id, json_body

@@ -7,10 +7,10 @@ from typing import Any
 
 from flask import Blueprint, jsonify, make_response
 
-from crowd import platforms
 from crowd.context import platform
 from crowd.exceptions import NoWorkLeft, PermissionDenied, StudyNotOpen, ValidationError
-from crowd.providers import PROVIDERS
+from crowd.platforms import sync as platforms
+from crowd.platforms.providers import PROVIDERS
 from crowd.studies.lifecycle import get_study
 from crowd.web.common import (
     WORKER_COOKIE,

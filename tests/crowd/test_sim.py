@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from crowd.providers.sim import SimulatedCrowd
+from crowd.platforms.providers.sim import SimulatedCrowd
 from crowd.storage import Database, Response, Study
 from crowd.studies.lifecycle import get_study
 from crowd.studies.reports import excluded_workers, platform_rows

@@ -110,7 +110,7 @@ class Payment:
 
 
 def _fee(amount: Decimal, assignments: int) -> Decimal:
-    # Kept apart from crowd.providers.mturk_api on purpose: the server is the reference.
+    # Kept apart from crowd.platforms.providers.mturk_api on purpose: the server is the reference.
     rate = Decimal("0.40") if assignments >= 10 else Decimal("0.20")
     return max(Decimal("0.01"), (amount * rate).quantize(Decimal("0.01"), ROUND_HALF_UP))
 

@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from crowd.exceptions import ConfigurationError, InvalidAction, ValidationError
-from crowd.providers import mturk_api as mturk
+from crowd.platforms.providers import mturk_api as mturk
 from tests.providers.mturk_server import EXTERNAL_QUESTION_NS, MTurkServer
 
 URL = "https://crowd.example.org/work/7?kind=a&b=<1>"
@@ -72,7 +72,7 @@ def test_clients_point_at_sandbox_production_or_the_override() -> None:
 
 
 def test_importing_the_module_does_not_import_boto3() -> None:
-    code = "import sys, crowd.providers.mturk_api; print('boto3' in sys.modules)"
+    code = "import sys, crowd.platforms.providers.mturk_api; print('boto3' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -19,9 +19,10 @@ from click.testing import CliRunner
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
-from crowd import platforms
 from crowd.cli import main
-from crowd.platforms import request_platform_syncs
+from crowd.platforms import sync as platform_actions
+from crowd.platforms import sync as publishing
+from crowd.platforms.sync import SyncReport, request_platform_syncs, sync_study
 from crowd.queue import redis_connection
 from crowd.queue.runner import run_worker
 from crowd.security import WorkerSigner
@@ -177,7 +178,7 @@ def test_a_worker_does_the_hit_which_is_synced_approved_paid_a_bonus_once_and_bl
         assert len(stored) == 2  # stored on our side before the page may submit
     assert requests.post(completion["action"], data=completion["fields"], timeout=5).ok
 
-    report = platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
+    report = sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
     assert report.submitted == 1 and report.recovered == 0, report
     with db.session() as session:
         row = session.scalar(select(PlatformSession))
@@ -249,7 +250,7 @@ def test_sync_recovers_an_answer_we_lost_from_mturks_answer_xml(
         session.flush()
         for assignment in session.scalars(select(Assignment)).all():
             assignment.state = AssignmentState.ABANDONED
-    report = platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
+    report = sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
     assert report.recovered == 1
     with db.session() as session:
         answers = session.scalars(select(Response)).all()
@@ -271,7 +272,7 @@ def test_forged_answers_in_mturk_are_not_recovered(
     mturk.add_assignment(hit_id, WORKER, answer=None)
     forged = mturk.accept(hit_id, "A2FORGER")
     mturk.external_submit({"assignmentId": forged, "crowd_answers": "eyJyZXNwb25zZXMiOltdfQ.x.y"})
-    report = platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
+    report = sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
     assert report.recovered == 0
     with db.session() as session:
         assert session.scalar(select(Response.id)) is None
@@ -298,7 +299,7 @@ def test_a_returned_hit_frees_its_item_after_the_assignment_time(
         row = session.scalar(select(PlatformSession))
         assert row is not None
         row.created_at = row.created_at.replace(year=2020)
-    report = platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
+    report = sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
     assert report.abandoned == 1
     with db.session() as session:
         assignment = session.get(Assignment, view["assignment_id"])
@@ -332,13 +333,13 @@ def test_expire_and_extend_hits(
     hit_id = next(iter(mturk.hits))
     with db.session() as session:
         study = session.get(Study, study_id)
-        assert platforms.expire(session, settings, study, "mturk", hit_id) == 1
+        assert publishing.expire(session, settings, study, "mturk", hit_id) == 1
     with pytest.raises(PermissionError):
         mturk.accept(hit_id, WORKER)
     with db.session() as session:
         study = session.get(Study, study_id)
-        assert platforms.extend(session, settings, study, "mturk", hit_id, 3600, 1) == 1
-        assert platforms.extend(session, settings, study, "mturk", hit_id, 0, 1) == 1
+        assert publishing.extend(session, settings, study, "mturk", hit_id, 3600, 1) == 1
+        assert publishing.extend(session, settings, study, "mturk", hit_id, 0, 1) == 1
     assert mturk.hits[hit_id].max_assignments == 4
     mturk.accept(hit_id, WORKER)
 
@@ -403,8 +404,8 @@ def actions_url(db: Database, study_id: int) -> str:
     return f"/api/studies/{study_id}/workers/{worker_id}/actions"
 
 
-def sync_now(db: Database, settings: Settings, study_id: int) -> platforms.SyncReport:
-    return platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
+def sync_now(db: Database, settings: Settings, study_id: int) -> SyncReport:
+    return sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
 
 
 def hand_in(client: FlaskClient, mturk: MTurkServer, study_id: int, hit_id: str) -> str:
@@ -487,7 +488,7 @@ def test_a_failed_call_is_retried_and_can_be_queued_again(
     hand_in(client, mturk, study_id, next(iter(mturk.hits)))
     sync_now(db, settings, study_id)
     actions = actions_url(db, study_id)
-    monkeypatch.setattr(platforms, "MAX_ACTION_ATTEMPTS", 1)
+    monkeypatch.setattr(platform_actions, "MAX_ACTION_ATTEMPTS", 1)
     mturk.lose_next_response("CreateWorkerBlock", times=50)  # MTurk is down for blocks
     block = {"action": "block", "reason": "bot-like answers"}
     assert client.post(actions, json=block, headers=auth).status_code == 200

@@ -12,8 +12,8 @@ import pytest
 import requests
 
 from crowd.exceptions import ConfigurationError, ProlificError, ValidationError
-from crowd.providers import prolific_api as prolific
-from crowd.providers.prolific_api import ProlificClient
+from crowd.platforms.providers import prolific_api as prolific
+from crowd.platforms.providers.prolific_api import ProlificClient
 from tests.providers.prolific_server import ApiError, ProlificServer
 
 TOKEN = "test-token"

@@ -16,7 +16,7 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from crowd import platforms
+from crowd.platforms.sync import SyncReport, sync_study
 from crowd.queue.runner import run_worker
 from crowd.security import WorkerSigner
 from crowd.settings import Settings
@@ -60,8 +60,8 @@ def publish(client: FlaskClient, auth: dict[str, str], study_id: int) -> str:
     return str(reply.get_json()["links"]["prolific"]["study"]).rsplit("/", 1)[1]
 
 
-def sync(db: Database, settings: Settings, study_id: int) -> platforms.SyncReport:
-    return platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
+def sync(db: Database, settings: Settings, study_id: int) -> SyncReport:
+    return sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
 
 
 def test_publish_completion_code_sync_approve_bonus_and_reclaim(

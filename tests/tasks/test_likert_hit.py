@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from crowd.accounts import authenticate
 from crowd.exceptions import InvalidAction, InvalidConfig, InvalidItem
-from crowd.platforms import open_study
+from crowd.platforms.sync import open_study
 from crowd.settings import Settings
 from crowd.storage import Database, Item, Response, Study
 from crowd.studies.annotations import import_file
@@ -654,7 +654,7 @@ def test_attention_check_flag_gold_score_and_the_report(
 def test_the_simulated_crowd_plays_the_sample_stories(
     live_server: Any, likert_study: Callable[..., int], api_key: str, db: Database
 ) -> None:
-    from crowd.providers.sim import SimulatedCrowd
+    from crowd.platforms.providers.sim import SimulatedCrowd
 
     items = records("stories.jsonl")[:6] + records("attention.jsonl")
     study_id = likert_study(items, {"annotations_per_item": 3, "attention_rate": 0.2})

@@ -15,8 +15,8 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
-from crowd import platforms
 from crowd.demo import BackgroundServer
+from crowd.platforms.sync import sync_study
 from crowd.security import WorkerSigner
 from crowd.settings import Settings
 from crowd.storage import Database, PlatformSession, Response, SessionState
@@ -103,7 +103,7 @@ def test_a_worker_previews_accepts_does_and_submits_a_hit(
     posted = mturk.submissions[0]
     assert posted["assignmentId"] == assignment_id and posted["crowd_answers"]
     assert mturk.assignments[assignment_id].status == "Submitted"
-    report = platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
+    report = sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
     assert report.submitted == 1 and report.recovered == 0
     with db.session() as session:
         row = session.scalar(select(PlatformSession))

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import requests
 
 from crowd.exceptions import ValidationError
-from crowd.providers.base import Provider
+from crowd.platforms.providers.base import Provider
 from tasks import get_hit_type
 
 log = logging.getLogger(__name__)

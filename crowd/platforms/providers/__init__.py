@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from crowd.providers.base import Provider, Publication, StudyRef
-from crowd.providers.local import LocalProvider
-from crowd.providers.mturk import MTurkProvider
-from crowd.providers.prolific import ProlificProvider
-from crowd.providers.sim import SimProvider
+from crowd.platforms.providers.base import Provider, Publication, StudyRef
+from crowd.platforms.providers.local import LocalProvider
+from crowd.platforms.providers.mturk import MTurkProvider
+from crowd.platforms.providers.prolific import ProlificProvider
+from crowd.platforms.providers.sim import SimProvider
 from crowd.registry import Registry
 
 PROVIDERS: Registry[Provider] = Registry("provider")

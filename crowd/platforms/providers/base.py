@@ -2,7 +2,7 @@
 
 A provider is the platform side only: it publishes, binds the platform's query parameters
 to a worker, makes platform calls and reads the platform's view of the work. What we keep
-about it (publications, sessions, the calls we owe) lives in crowd/platforms.py, which
+about it (publications, sessions, the calls we owe) lives in crowd/platforms/, which
 calls these methods. Platform calls (approve, reject, bonus, block, ...) are made by a job
 after the decision is committed; crowds without money or accounts (the open web, a
 simulation) have nothing to call and keep the defaults.

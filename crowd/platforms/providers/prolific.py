@@ -16,8 +16,8 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from crowd.exceptions import ConfigurationError, ValidationError
-from crowd.providers import prolific_api
-from crowd.providers.base import (
+from crowd.platforms.providers import prolific_api
+from crowd.platforms.providers.base import (
     ActionTarget,
     Binding,
     Provider,

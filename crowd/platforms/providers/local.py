@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from crowd.providers.base import Provider, Publication, StudyRef
+from crowd.platforms.providers.base import Provider, Publication, StudyRef
 
 if TYPE_CHECKING:
     from crowd.settings import Settings

@@ -16,8 +16,8 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from crowd.exceptions import ValidationError
-from crowd.providers import mturk_api
-from crowd.providers.base import (
+from crowd.platforms.providers import mturk_api
+from crowd.platforms.providers.base import (
     ActionTarget,
     Binding,
     Provider,

@@ -33,8 +33,8 @@ from crowd.exceptions import (
     StudyNotOpen,
     ValidationError,
 )
-from crowd.providers import PROVIDERS, Provider
-from crowd.providers.base import ActionTarget, Binding, RemoteSubmission, StudyRef
+from crowd.platforms.providers import PROVIDERS, Provider
+from crowd.platforms.providers.base import ActionTarget, Binding, RemoteSubmission, StudyRef
 from crowd.queue import EVENTS, fetch_job, job_queue
 from crowd.queue.hooks import Event, SweepContext, every_sweep, own_transaction
 from crowd.queue.jobs import context
