@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from crowd.accounts import authenticate, create_api_key  # noqa: E402
 from crowd.demo import BackgroundServer  # noqa: E402
 from crowd.platforms.providers.sim import SimulatedCrowd  # noqa: E402
-from crowd.platforms.sync import open_study  # noqa: E402
+from crowd.platforms.publishing import open_study  # noqa: E402
 from crowd.quality import labels  # noqa: E402
 from crowd.quality import standing as quality  # noqa: E402
 from crowd.queue.runner import ensure_redis, run_worker  # noqa: E402

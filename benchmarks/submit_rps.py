@@ -391,7 +391,7 @@ def reset_postgres(url: str) -> str:
 def prepare_study(database_url: str, n_items: int) -> tuple[str, int]:
     """Migrate, then create an API key and a published boundary study; (key, study id)."""
     from crowd.accounts import authenticate, create_api_key
-    from crowd.platforms.sync import open_study
+    from crowd.platforms.publishing import open_study
     from crowd.storage import Database
     from crowd.studies.lifecycle import create_study, import_items
     from tasks import load_builtin

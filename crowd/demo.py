@@ -24,7 +24,7 @@ from werkzeug.serving import make_server
 from crowd.accounts import authenticate, create_api_key
 from crowd.app import create_app
 from crowd.platforms.providers.sim import SimulatedCrowd
-from crowd.platforms.sync import open_study
+from crowd.platforms.publishing import open_study
 from crowd.queue.runner import ensure_redis, run_worker
 from crowd.settings import Settings
 from crowd.storage import Database, Report

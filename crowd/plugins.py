@@ -23,7 +23,8 @@ FEATURES = (
     "crowd.scale.completion",  # Scale tasks complete, their callbacks
     "crowd.studies.reports",  # a report refresh after every event of a study
     "crowd.ml.reward",  # a reward-model run every N labels
-    "crowd.platforms.sync",  # platform calls after the commit, periodic syncs
+    "crowd.platforms.actions",  # platform calls after the commit
+    "crowd.platforms.sync",  # periodic syncs with the platforms
     "crowd.work.assignments",  # the sweep of stale assignments
     "crowd.taboo",  # the clocks of open games
     "crowd.taboo_jobs",  # judging each new utterance

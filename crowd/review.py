@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import NotFound, PermissionDenied, ValidationError
-from crowd.platforms.sync import request_action
+from crowd.platforms.actions import request_action
 from crowd.quality.standing import audit, blocked_in_study, standing
 from crowd.storage import (
     Assignment,

@@ -20,7 +20,7 @@ from sqlalchemy import text
 from crowd.accounts import authenticate, create_api_key
 from crowd.app import create_app
 from crowd.demo import BackgroundServer, sample_records
-from crowd.platforms.sync import open_study
+from crowd.platforms.publishing import open_study
 from crowd.queue.embedded import EmbeddedRedis
 from crowd.settings import Settings
 from crowd.storage import Database, Study

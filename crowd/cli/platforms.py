@@ -56,7 +56,7 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
     @handle_errors
     def expire(study_id: int, task_id: str | None) -> None:
         """Close the study's tasks to new workers (work in progress goes on)."""
-        from crowd.platforms import sync as publishing
+        from crowd.platforms import publishing
         from crowd.studies.lifecycle import get_study
 
         settings, db = open_database()
@@ -72,7 +72,7 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
     @handle_errors
     def extend(study_id: int, hours: float, places: int, task_id: str | None) -> None:
         """Keep the study's tasks open longer and/or add places."""
-        from crowd.platforms import sync as publishing
+        from crowd.platforms import publishing
         from crowd.studies.lifecycle import get_study
 
         settings, db = open_database()
@@ -89,8 +89,8 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
     @handle_errors
     def actions(study_id: int, retry: bool) -> None:
         """The platform calls made or pending for the study (approve, bonus, block, ...)."""
-        from crowd.platforms.sync import actions as platform_actions
-        from crowd.platforms.sync import retry_failed
+        from crowd.platforms.actions import retry_failed
+        from crowd.platforms.overview import actions as platform_actions
         from crowd.studies.lifecycle import get_study
 
         _settings, db = open_database()

@@ -197,7 +197,7 @@ def publish(
     MTurk checks the account's balance against rewards plus MTurk's fee first.
     """  # fmt: skip
     from crowd.platforms.providers import PROVIDERS
-    from crowd.platforms.sync import publish
+    from crowd.platforms.publishing import publish
     from crowd.studies.lifecycle import get_study
 
     options = platform_options(providers, reward, sandbox, raw_options, options_file)

@@ -121,7 +121,7 @@ def import_annotations(study_id: int) -> Any:
 
 @bp.post("/studies/<int:study_id>/publish")
 def publish(study_id: int) -> Any:
-    from crowd.platforms import sync as platforms
+    from crowd.platforms import publishing as platforms
 
     body = json_body()
     providers = body.get("providers", ["local"])
@@ -139,7 +139,7 @@ def publish(study_id: int) -> Any:
 
 @bp.get("/studies/<int:study_id>/publications")
 def publications(study_id: int) -> Any:
-    from crowd.platforms import sync as platforms
+    from crowd.platforms import overview as platforms
 
     with platform().db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from crowd.context import platform
 from crowd.exceptions import NotFound
-from crowd.platforms import sync as platforms
+from crowd.platforms import sessions as platforms
 from crowd.platforms.providers import PROVIDERS
 from crowd.storage import Publication
 from crowd.studies.lifecycle import get_study

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from crowd import taboo
 from crowd.context import platform
 from crowd.exceptions import AlreadyExists, ValidationError
-from crowd.platforms import sync as platforms
+from crowd.platforms import sessions as platforms
 from crowd.storage import Assignment, PlatformSession, TabooGame, Worker
 from crowd.studies.lifecycle import get_study
 from crowd.web.common import current_experimenter, current_worker, current_worker_id, json_body

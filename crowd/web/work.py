@@ -9,7 +9,7 @@ from flask import Blueprint, jsonify, make_response
 
 from crowd.context import platform
 from crowd.exceptions import NoWorkLeft, PermissionDenied, StudyNotOpen, ValidationError
-from crowd.platforms import sync as platforms
+from crowd.platforms import sessions as platforms
 from crowd.platforms.providers import PROVIDERS
 from crowd.studies.lifecycle import get_study
 from crowd.web.common import (

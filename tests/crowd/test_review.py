@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from crowd.accounts import create_api_key, get_or_create_experimenter
 from crowd.cli import main
 from crowd.exceptions import PermissionDenied
-from crowd.platforms.sync import open_study
+from crowd.platforms.publishing import open_study
 from crowd.review import Reviewer, act
 from crowd.storage import (
     Assignment,

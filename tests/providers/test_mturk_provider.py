@@ -20,8 +20,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
 from crowd.cli import main
-from crowd.platforms import sync as platform_actions
-from crowd.platforms import sync as publishing
+from crowd.platforms import actions as platform_actions
+from crowd.platforms import publishing
 from crowd.platforms.sync import SyncReport, request_platform_syncs, sync_study
 from crowd.queue import redis_connection
 from crowd.queue.runner import run_worker

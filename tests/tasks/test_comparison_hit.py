@@ -20,7 +20,7 @@ from sqlalchemy import select
 from crowd.accounts import authenticate
 from crowd.exceptions import InvalidAction, InvalidConfig, InvalidItem
 from crowd.platforms.providers.sim import SimulatedCrowd
-from crowd.platforms.sync import open_study
+from crowd.platforms.publishing import open_study
 from crowd.settings import Settings
 from crowd.storage import Assignment, Database, Item, Response, Study, Worker
 from crowd.studies.lifecycle import create_study, import_items

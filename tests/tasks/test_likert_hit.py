@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from crowd.accounts import authenticate
 from crowd.exceptions import InvalidAction, InvalidConfig, InvalidItem
-from crowd.platforms.sync import open_study
+from crowd.platforms.publishing import open_study
 from crowd.settings import Settings
 from crowd.storage import Database, Item, Response, Study
 from crowd.studies.annotations import import_file

@@ -22,7 +22,7 @@ from sqlalchemy import func, select
 from crowd.accounts import authenticate, create_api_key, create_user
 from crowd.demo import BackgroundServer, sample_records
 from crowd.platforms.providers.sim import SimulatedCrowd
-from crowd.platforms.sync import open_study
+from crowd.platforms.publishing import open_study
 from crowd.quality import standing as quality
 from crowd.settings import Settings
 from crowd.storage import (
