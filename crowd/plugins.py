@@ -26,21 +26,19 @@ FEATURES = (
     "crowd.platforms.actions",  # platform calls after the commit
     "crowd.platforms.sync",  # periodic syncs with the platforms
     "crowd.work.assignments",  # the sweep of stale assignments
-    "crowd.taboo",  # the clocks of open games
-    "crowd.taboo_jobs",  # judging each new utterance
 )
 
 
 def live_module(hit: HitType) -> ModuleType | None:
     """The live package of a HIT type (`HitType.live`), imported; None for a type without.
 
-    A live package is the platform side of a type played live (a game): it may expose
-    `blueprint` (a Flask Blueprint, registered by crowd.web), `cli` (a click command or
-    group, added to `crowd`), `records(session, study)` (the per-game records that reports
-    and exports read for `played_as_games` types) and `demo` (a module with
-    `start(settings, db, api_key, url, seed, echo, records) -> study_id` and
-    `lines(settings, study_id) -> list[str]`, run by `crowd demo`), and it registers its
-    jobs' event handlers and sweeps (crowd.queue.hooks) when imported.
+    A live package is the platform side of a type played live (a game). It may expose
+    `blueprint` (a Flask Blueprint, registered by crowd.web.init_app), `command` (a click
+    command or group, added to `crowd` by crowd.cli), `game_records(session, study)` (the
+    per-game records that reports read for `played_as_games` types) and `demo` (a module
+    with `start(settings, db, api_key, url, seed, echo, records) -> study_id` and
+    `lines(settings, study_id) -> list[str]`, run by `crowd demo`); importing it registers
+    its jobs' event handlers and sweeps (crowd.queue.hooks).
     """
     return importlib.import_module(hit.live) if hit.live else None
 

@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import ValidationError
+from crowd.plugins import live_module
 from crowd.quality import labels
 from crowd.quality import standing as quality
 from crowd.queue import REPORTS, fetch_job, job_queue
@@ -122,9 +123,12 @@ def study_rows(session: Session, study: Study) -> list[dict[str, Any]]:
     """The analysis rows of a study: one per response, or one per game for game types."""
     hit = get_hit_type(study.hit_type)
     if hit.played_as_games:
-        from crowd.taboo_records import records
-
-        return records(session, study)
+        # Games are the live package's records (HitType.live): agents' games included.
+        live = live_module(hit)
+        if live is None or not callable(getattr(live, "game_records", None)):
+            raise TypeError(f"{hit.name} is played as games: its live package needs game_records")
+        rows: list[dict[str, Any]] = live.game_records(session, study)
+        return rows
     return [hit.analysis_row(row) for row in platform_rows(session, study)]
 
 

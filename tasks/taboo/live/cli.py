@@ -48,7 +48,7 @@ def tournament(study_id: int, name: str, attackers: tuple[str, ...], defenders: 
     """
     from crowd.queue import MODELS, redis_connection
     from crowd.queue.runner import ensure_redis, run_worker
-    from crowd.taboo_jobs import enqueue_tournament
+    from tasks.taboo.live.jobs import enqueue_tournament
 
     settings, db = open_database()
     if detach and not settings.redis_url:
@@ -90,10 +90,10 @@ def summary(study_id: int, tournament: str | None, as_json: bool) -> None:
 
 
 def _summary(db: object, study_id: int, as_json: bool, tournament: str | None) -> None:
-    from crowd import taboo_records
     from crowd.studies.lifecycle import get_study
     from crowd.studies.reports import excluded_workers
     from tasks import get_hit_type
+    from tasks.taboo.live import records as taboo_records
 
     with db.session() as session:  # type: ignore[attr-defined]
         study = get_study(session, study_id)
@@ -131,9 +131,9 @@ def _pct(value: float | None) -> str:
 def export(study_id: int, fmt: str, tournament: str | None) -> None:
     """Write full transcripts with judge scores to stdout (JSONL: one game a line; CSV:
     one utterance a row)."""
-    from crowd import taboo_records
     from crowd.studies.lifecycle import get_study
     from tasks.taboo import export as taboo_export
+    from tasks.taboo.live import records as taboo_records
 
     _, db = open_database()
     with db.session() as session:

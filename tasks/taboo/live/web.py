@@ -8,13 +8,13 @@ from typing import Any
 from flask import Blueprint, Response, request
 from sqlalchemy import select
 
-from crowd import taboo
 from crowd.context import platform
 from crowd.exceptions import AlreadyExists, ValidationError
 from crowd.platforms import sessions as platforms
 from crowd.storage import Assignment, PlatformSession, TabooGame, Worker
 from crowd.studies.lifecycle import get_study
 from crowd.web.common import current_experimenter, current_worker, current_worker_id, json_body
+from tasks.taboo.live import games as taboo
 
 bp = Blueprint("taboo", __name__)
 
@@ -97,7 +97,7 @@ def leave(game_id: int) -> Any:
 @bp.get("/api/studies/<int:study_id>/taboo/games")
 def games(study_id: int) -> Any:
     """Every game of the study with full transcripts and judge scores (?tournament=name)."""
-    from crowd import taboo_records
+    from tasks.taboo.live import records as taboo_records
 
     with platform().db.session() as session:
         study = get_study(session, study_id, current_experimenter(session))
@@ -109,7 +109,7 @@ def games(study_id: int) -> Any:
 def tournament(study_id: int) -> Any:
     """Queue an agent-vs-agent tournament over the study's words on the models queue:
     {name, attackers: [...], defenders: [...], games_per_pair?: 1, seed?: 0, judge?: true}."""
-    from crowd.taboo_jobs import enqueue_tournament
+    from tasks.taboo.live.jobs import enqueue_tournament
 
     body = json_body()
     unknown = sorted(set(body) - {"name", "attackers", "defenders", "games_per_pair", "seed",
@@ -144,7 +144,7 @@ def tournament(study_id: int) -> Any:
 @bp.get("/api/studies/<int:study_id>/taboo/summary")
 def summary(study_id: int) -> Any:
     """Rates, per word and per pairing, concreteness correlation, and the leaderboard."""
-    from crowd import taboo_records
+    from tasks.taboo.live import records as taboo_records
 
     with platform().db.session() as session:
         study = get_study(session, study_id, current_experimenter(session))
@@ -156,8 +156,8 @@ def transcripts(study_id: int) -> Any:
     """?format=jsonl (a game a line, the default) or csv (an utterance a row)."""
     import io
 
-    from crowd import taboo_records
     from tasks.taboo import export
+    from tasks.taboo.live import records as taboo_records
 
     fmt = request.args.get("format", "jsonl")
     if fmt not in export.FORMATS:

@@ -19,8 +19,8 @@ from crowd.queue.hooks import Event, after_event
 from crowd.queue.jobs import context
 from crowd.settings import Settings
 from crowd.storage import Database, Item, ItemKind, JudgeScore, Pairing, Study, TabooGame, utcnow
-from crowd.taboo import TABOO_MOVE, config_of, state_of, store_state, study_config
 from tasks.taboo import engine
+from tasks.taboo.live.games import TABOO_MOVE, config_of, state_of, store_state, study_config
 
 log = logging.getLogger(__name__)
 

@@ -367,7 +367,7 @@ def test_tournaments_are_queued_over_the_api_and_checked_first(
 def test_games_nobody_polls_are_ended_by_the_sweep(
     client: FlaskClient, taboo_study: Callable[..., int], db: Database
 ) -> None:
-    from crowd.taboo import sweep_games
+    from tasks.taboo.live.games import sweep_games
 
     study = taboo_study()
     game, attacker, _ = pair(client, study)

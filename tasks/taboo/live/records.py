@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from crowd.storage import Item, Study, TabooGame, Worker
 from crowd.studies.reports import excluded_workers, worker_key
-from crowd.taboo import players
+from tasks.taboo.live.games import players
 
 
 def records(

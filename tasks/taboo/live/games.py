@@ -16,7 +16,7 @@ leaver. The player who stayed keeps the game as done work.
 Every human player holds an Assignment on the word's item; when the game ends, each gets a
 Response (the outcome from their side), so QC, reports and platform hand-over work as for
 every HIT type. Agents are plugins (tasks.taboo.agents) and move inside the request that
-gave them the turn. Utterances are judged by batched RQ jobs (crowd.taboo_jobs).
+gave them the turn. Utterances are judged by batched RQ jobs (jobs.py).
 
 Concurrency: a study's waiting room is serialised by locking the study row, a game by
 locking the game row (on SQLite every write transaction holds the database lock anyway).
