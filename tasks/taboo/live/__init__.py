@@ -2,7 +2,7 @@
 own, which lives here with its type (TabooHit.live names this package; crowd/ finds it only
 through that name, and the rest of tasks/taboo/ never imports it).
 
-games.py: the waiting room, moves, what each page sees, game states, agents'
+play.py: the waiting room, moves and what each page sees; games.py: game states, agents'
 moves, the clocks and the end (with the sweep of games nobody polls); jobs.py: judging
 utterances and agent tournaments on the models queue (with the handler of each new move);
 records.py: games as records for reports and exports; web.py: the blueprint; cli.py:

@@ -14,7 +14,7 @@ from crowd.platforms import sessions as platforms
 from crowd.storage import Assignment, PlatformSession, TabooGame, Worker
 from crowd.studies.lifecycle import get_study
 from crowd.web.common import current_experimenter, current_worker, current_worker_id, json_body
-from tasks.taboo.live import games as taboo
+from tasks.taboo.live import play as taboo
 
 bp = Blueprint("taboo", __name__)
 
