@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from crowd.exceptions import ConfigurationError, InvalidAction, ValidationError
 from crowd.platforms.providers import mturk_api as mturk
+from crowd.platforms.providers import mturk_checks as checks
 from tests.providers.mturk_server import EXTERNAL_QUESTION_NS, MTurkServer
 
 URL = "https://crowd.example.org/work/7?kind=a&b=<1>"
@@ -41,12 +42,12 @@ def publish(client: Any, assignments: int = 3, token: str = "study-1-hit-1") -> 
         duration_s=1800,
         auto_approval_delay_s=3 * 24 * 3600,
         keywords=["text", "writing"],
-        qualification_requirements=mturk.qualification_requirements(
+        qualification_requirements=checks.qualification_requirements(
             block_qualification_id="3BLOCKQUALIFICATION"
         ),
     )
     hit = mturk.create_hit(
-        client, hit_type, mturk.external_question(URL, 800), 3600, assignments, token
+        client, hit_type, checks.external_question(URL, 800), 3600, assignments, token
     )
     return hit_type, hit
 
@@ -93,7 +94,7 @@ def test_importing_the_module_does_not_import_boto3() -> None:
     ],
 )
 def test_rewards_have_two_decimals(amount: Any, expected: str) -> None:
-    assert mturk.format_reward(amount) == expected
+    assert checks.format_reward(amount) == expected
 
 
 @pytest.mark.parametrize(
@@ -102,23 +103,23 @@ def test_rewards_have_two_decimals(amount: Any, expected: str) -> None:
 )
 def test_bad_rewards_are_refused(amount: Any) -> None:
     with pytest.raises(ValidationError):
-        mturk.format_reward(amount)
+        checks.format_reward(amount)
 
 
 def test_fractions_of_a_cent_get_a_rounding_hint() -> None:
     with pytest.raises(ValidationError, match="'0.51'"):
-        mturk.format_reward("0.505")
+        checks.format_reward("0.505")
 
 
 def test_external_question_is_escaped_xml_in_mturks_namespace() -> None:
-    xml = mturk.external_question(URL, 600)
+    xml = checks.external_question(URL, 600)
     root = ET.fromstring(xml)
     ns = "{" + EXTERNAL_QUESTION_NS + "}"
     assert root.tag == ns + "ExternalQuestion"
     assert root.findtext(ns + "ExternalURL") == URL
     assert root.findtext(ns + "FrameHeight") == "600"
     assert "&amp;" in xml and "&lt;1&gt;" in xml
-    assert mturk.external_question("http://127.0.0.1:5000/work/1", allow_http=True)
+    assert checks.external_question("http://127.0.0.1:5000/work/1", allow_http=True)
 
 
 @pytest.mark.parametrize(
@@ -135,11 +136,11 @@ def test_external_question_is_escaped_xml_in_mturks_namespace() -> None:
 )
 def test_bad_external_questions_are_refused(url: str, height: int) -> None:
     with pytest.raises(ValidationError):
-        mturk.external_question(url, height)
+        checks.external_question(url, height)
 
 
 def test_qualification_requirements_have_mturks_shapes() -> None:
-    requirements = mturk.qualification_requirements(
+    requirements = checks.qualification_requirements(
         approval_rate=98,
         locales=["US", "gb", "US"],
         custom=[("3CUSTOMQUAL", "GreaterThan", 2), ("3OTHERQUAL", "Exists", None)],
@@ -164,8 +165,8 @@ def test_qualification_requirements_have_mturks_shapes() -> None:
             "ActionsGuarded": "DiscoverPreviewAndAccept",
         },
     ]
-    assert mturk.qualification_requirements(None, None) == []
-    assert len(mturk.qualification_requirements()) == 2
+    assert checks.qualification_requirements(None, None) == []
+    assert len(checks.qualification_requirements()) == 2
 
 
 @pytest.mark.parametrize(
@@ -185,21 +186,21 @@ def test_qualification_requirements_have_mturks_shapes() -> None:
 )
 def test_bad_qualification_requirements_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
-        mturk.qualification_requirements(**kwargs)
+        checks.qualification_requirements(**kwargs)
 
 
 def test_fees_follow_mturks_pricing() -> None:
     # 20% below 10 assignments, 40% from 10 on, never under a cent.
-    assert mturk.fee(Decimal("1.00"), 1) == Decimal("0.20")
-    assert mturk.fee(Decimal("1.00"), 9) == Decimal("0.20")
-    assert mturk.fee(Decimal("1.00"), 10) == Decimal("0.40")
-    assert mturk.fee(Decimal("0.25"), 3) == Decimal("0.05")
-    assert mturk.fee(Decimal("0.02"), 3) == Decimal("0.01")
-    assert mturk.fee(Decimal("0.13"), 10) == Decimal("0.05")  # 0.052 rounds to 0.05
-    assert mturk.cost(Decimal("0.50"), 9, 2) == Decimal("10.80")  # (0.50 + 0.10) * 9 * 2
-    assert mturk.cost(Decimal("0.50"), 10, 3) == Decimal("21.00")  # (0.50 + 0.20) * 10 * 3
+    assert checks.fee(Decimal("1.00"), 1) == Decimal("0.20")
+    assert checks.fee(Decimal("1.00"), 9) == Decimal("0.20")
+    assert checks.fee(Decimal("1.00"), 10) == Decimal("0.40")
+    assert checks.fee(Decimal("0.25"), 3) == Decimal("0.05")
+    assert checks.fee(Decimal("0.02"), 3) == Decimal("0.01")
+    assert checks.fee(Decimal("0.13"), 10) == Decimal("0.05")  # 0.052 rounds to 0.05
+    assert checks.cost(Decimal("0.50"), 9, 2) == Decimal("10.80")  # (0.50 + 0.10) * 9 * 2
+    assert checks.cost(Decimal("0.50"), 10, 3) == Decimal("21.00")  # (0.50 + 0.20) * 10 * 3
     with pytest.raises(ValidationError):
-        mturk.cost(Decimal("0.50"), 0, 1)
+        checks.cost(Decimal("0.50"), 0, 1)
 
 
 # -- against the server ------------------------------------------------------------------------
@@ -213,7 +214,7 @@ def test_publishing_creates_a_hit_type_and_hits(server: MTurkServer, client: Any
     assert hit["MaxAssignments"] == 3
     assert hit["AssignmentDurationInSeconds"] == 1800
     assert hit["Keywords"] == "text, writing"
-    assert hit["Question"] == mturk.external_question(URL, 800)
+    assert hit["Question"] == checks.external_question(URL, 800)
     assert hit["QualificationRequirements"][-1]["Comparator"] == "DoesNotExist"
     # Same properties, same HIT type (as MTurk does); a second HIT needs its own token.
     again, second = publish(client, token="study-1-hit-2")
@@ -279,12 +280,12 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("create_hit", {"Question": "<ExternalQuestion/>"}, "namespace"),
     (
         "create_hit",
-        {"Question": mturk.external_question("http://crowd.example.org/", allow_http=True)},
+        {"Question": checks.external_question("http://crowd.example.org/", allow_http=True)},
         "https",
     ),
     (
         "create_hit",
-        {"Question": mturk.external_question(URL).replace(">0<", ">tall<")},
+        {"Question": checks.external_question(URL).replace(">0<", ">tall<")},
         "FrameHeight",
     ),
     ("create_hit", {"LifetimeInSeconds": 5}, "LifetimeInSeconds"),
@@ -313,7 +314,7 @@ def test_the_server_refuses_what_mturk_refuses(
     else:
         kwargs = {
             "HITTypeId": hit_type,
-            "Question": mturk.external_question(URL),
+            "Question": checks.external_question(URL),
             "LifetimeInSeconds": 3600,
             "MaxAssignments": 1,
         }
@@ -336,7 +337,7 @@ def test_our_checks_stop_bad_values_before_mturk(server: MTurkServer, client: An
 
 def test_the_balance_check_names_the_shortfall(server: MTurkServer, client: Any) -> None:
     assert mturk.check_balance(client, Decimal("99.99")) == Decimal("100.00")
-    needed = mturk.cost(Decimal("1.00"), 10, 80)  # (1.00 + 0.40) * 800 = 1120.00
+    needed = checks.cost(Decimal("1.00"), 10, 80)  # (1.00 + 0.40) * 800 = 1120.00
     with pytest.raises(InvalidAction, match=r"\$1020\.00") as error:
         mturk.check_balance(client, needed)
     assert "$1120.00" in str(error.value) and "$100.00" in str(error.value)

@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from crowd.exceptions import ConfigurationError, ProlificError, ValidationError
-from crowd.platforms.providers import prolific_api as prolific
+from crowd.platforms.providers import prolific_checks as prolific
 from crowd.platforms.providers.prolific_api import ProlificClient
 from tests.providers.prolific_server import ApiError, ProlificServer
 

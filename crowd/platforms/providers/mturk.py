@@ -2,8 +2,9 @@
 
 Each HIT is a slot of work, not a fixed item: a worker who accepts it does up to
 `items_per_session` items that our server picks (with QC's attention checks and gold), then
-the page posts to MTurk's externalSubmit. The calls themselves are in mturk_api.py; MTurk
-closed to new requesters on 2026-07-30, existing accounts keep working.
+the page posts to MTurk's externalSubmit. The calls themselves are in mturk_api.py, what MTurk
+accepts in mturk_checks.py; MTurk closed to new requesters on 2026-07-30, existing accounts
+keep working.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from crowd.exceptions import ValidationError
-from crowd.platforms.providers import mturk_api
+from crowd.platforms.providers import mturk_api, mturk_checks
 from crowd.platforms.providers.base import (
     ActionTarget,
     Binding,
@@ -90,20 +91,20 @@ class MTurkProvider(Provider):
 
     def validate_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         checked = with_defaults("MTurk", options, OPTION_HELP, DEFAULTS, "0.50")
-        checked["reward"] = mturk_api.format_reward(checked["reward"])
+        checked["reward"] = mturk_checks.format_reward(checked["reward"])
         if not isinstance(checked["sandbox"], bool):
             raise ValidationError("must be true or false", "sandbox")
         for name, low, high in (
             ("items_per_session", 1, 1000),
-            ("lifetime_s", mturk_api.MIN_DURATION_S, mturk_api.MAX_DURATION_S),
-            ("duration_s", mturk_api.MIN_DURATION_S, mturk_api.MAX_DURATION_S),
-            ("auto_approval_delay_s", 0, mturk_api.MAX_AUTO_APPROVAL_DELAY_S),
-            ("frame_height", 0, mturk_api.MAX_FRAME_HEIGHT),
+            ("lifetime_s", mturk_checks.MIN_DURATION_S, mturk_checks.MAX_DURATION_S),
+            ("duration_s", mturk_checks.MIN_DURATION_S, mturk_checks.MAX_DURATION_S),
+            ("auto_approval_delay_s", 0, mturk_checks.MAX_AUTO_APPROVAL_DELAY_S),
+            ("frame_height", 0, mturk_checks.MAX_FRAME_HEIGHT),
         ):
             _whole(checked[name], name, low, high)
         for name in ("assignments_per_hit", "hits"):
             if checked[name] is not None:
-                _whole(checked[name], name, 1, mturk_api.MAX_ASSIGNMENTS)
+                _whole(checked[name], name, 1, mturk_checks.MAX_ASSIGNMENTS)
         for name in ("title", "description"):
             if checked[name] is not None and not isinstance(checked[name], str):
                 raise ValidationError("must be text", name)
@@ -122,7 +123,7 @@ class MTurkProvider(Provider):
         return checked
 
     def _requirements(self, options: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return mturk_api.qualification_requirements(
+        return mturk_checks.qualification_requirements(
             approval_rate=options["approval_rate"],
             locales=options["locales"] or None,
             custom=[tuple(q) for q in options["qualifications"]],
@@ -148,17 +149,17 @@ class MTurkProvider(Provider):
         hits = options["hits"] or max(1, math.ceil(study.work_slots / per_hit))
         url = f"{base_url}/ext/mturk/{study.id}"
         # http is for a development endpoint only: MTurk itself frames https pages alone.
-        question = mturk_api.external_question(
+        question = mturk_checks.external_question(
             url, options["frame_height"], allow_http=settings.mturk_endpoint_url is not None
         )
         client = self._client(settings, options["sandbox"])
         reward = Decimal(options["reward"])
-        needed = mturk_api.cost(reward, assignments, hits)
+        needed = mturk_checks.cost(reward, assignments, hits)
         balance = mturk_api.check_balance(client, needed)
         title = options["title"] or f"{study.title or study.hit_type}: {study.name}"
         hit_type_id = mturk_api.create_hit_type(
             client,
-            title=title[: mturk_api.MAX_TITLE],
+            title=title[: mturk_checks.MAX_TITLE],
             description=options["description"],
             reward=reward,
             duration_s=options["duration_s"],
@@ -175,7 +176,7 @@ class MTurkProvider(Provider):
                 question,
                 lifetime_s=options["lifetime_s"],
                 max_assignments=assignments,
-                unique_request_token=f"{token}-{index}"[: mturk_api.MAX_TOKEN],
+                unique_request_token=f"{token}-{index}"[: mturk_checks.MAX_TOKEN],
             )
             tasks.append(RemoteTaskSpec(remote_id=hit_id, places=assignments, expires_at=expires))
         site = WORKER_SITES[bool(options["sandbox"])]
@@ -289,10 +290,10 @@ class MTurkProvider(Provider):
 
     def check_action(self, action: str, params: Mapping[str, Any]) -> None:
         if action in ("approve", "reject") and len(str(params.get("feedback") or "")) > (
-            mturk_api.MAX_FEEDBACK
+            mturk_checks.MAX_FEEDBACK
         ):
             raise ValidationError(
-                f"MTurk shows at most {mturk_api.MAX_FEEDBACK} characters of feedback: "
+                f"MTurk shows at most {mturk_checks.MAX_FEEDBACK} characters of feedback: "
                 "shorten the reason",
                 "reason",
             )
@@ -313,7 +314,7 @@ class MTurkProvider(Provider):
                         state=status.lower(),
                         raw_state=status,
                         submission_id=str(assignment["AssignmentId"]),
-                        answers=mturk_api.answer_fields(str(assignment.get("Answer", ""))),
+                        answers=mturk_checks.answer_fields(str(assignment.get("Answer", ""))),
                     )
                 )
         return found

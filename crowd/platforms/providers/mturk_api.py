@@ -1,4 +1,5 @@
-"""The pieces of an MTurk provider that talk to MTurk: money, questions, qualifications, calls.
+"""The calls of an MTurk provider: a boto3 client, balances, HIT types and HITs, decisions,
+bonuses, blocks, notifications and qualifications.
 
 Everything here goes through a real boto3 ``mturk`` client (made by make_client) and checks
 its arguments first, so that a bad reward or URL fails here with a hint instead of as an
@@ -15,12 +16,29 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
-from urllib.parse import urlsplit
-from xml.sax.saxutils import escape
 
 from crowd.exceptions import ConfigurationError, InvalidAction, ValidationError
+from crowd.platforms.providers.mturk_checks import (
+    MAX_ASSIGNMENTS,
+    MAX_AUTO_APPROVAL_DELAY_S,
+    MAX_DESCRIPTION,
+    MAX_DURATION_S,
+    MAX_FEEDBACK,
+    MAX_KEYWORDS,
+    MAX_MESSAGE,
+    MAX_SUBJECT,
+    MAX_TITLE,
+    MIN_DURATION_S,
+    check_count,
+    check_entity_id,
+    check_seconds,
+    check_text,
+    check_token,
+    check_worker_id,
+    format_reward,
+)
 
 # A boto3 client is built at run time from botocore's service model; there is no class to name.
 MTurkClient = Any
@@ -30,62 +48,11 @@ PRODUCTION_ENDPOINT = "https://mturk-requester.us-east-1.amazonaws.com"
 # MTurk's requester API lives in us-east-1 only.
 REGION = "us-east-1"
 
-EXTERNAL_QUESTION_NS = (
-    "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/"
-    "ExternalQuestion.xsd"
-)
-MAX_URL_LENGTH = 1024
-MAX_FRAME_HEIGHT = 4000
-
-# System qualification types every MTurk account has.
-APPROVAL_RATE_QUALIFICATION = "000000000000000000L0"  # Worker_PercentAssignmentsApproved
-LOCALE_QUALIFICATION = "00000000000000000071"  # Worker_Locale
-COMPARATORS = (
-    "LessThan",
-    "LessThanOrEqualTo",
-    "GreaterThan",
-    "GreaterThanOrEqualTo",
-    "EqualTo",
-    "NotEqualTo",
-    "Exists",
-    "DoesNotExist",
-    "In",
-    "NotIn",
-)
-# Comparators that test presence only and take no value.
-VALUELESS_COMPARATORS = ("Exists", "DoesNotExist")
-MAX_QUALIFICATION_REQUIREMENTS = 10
-
-# MTurk's published pricing (https://www.mturk.com/pricing): a 20% commission on rewards and
-# bonuses, 20% more on the reward of HITs with 10 or more assignments, and at least $0.01
-# per assignment or bonus.
-FEE_RATE = Decimal("0.20")
-LARGE_HIT_FEE_RATE = Decimal("0.40")
-LARGE_HIT_ASSIGNMENTS = 10
-MINIMUM_FEE = Decimal("0.01")
-CENT = Decimal("0.01")
-MAX_REWARD = Decimal("1000")
-
-# MTurk's documented limits (API reference, 2017-01-17).
-MAX_TITLE = 128
-MAX_DESCRIPTION = 2000
-MAX_KEYWORDS = 1000
-MIN_DURATION_S = 30
-MAX_DURATION_S = 365 * 24 * 3600
-MAX_AUTO_APPROVAL_DELAY_S = 30 * 24 * 3600
-MAX_ASSIGNMENTS = 1_000_000
-MAX_FEEDBACK = 1024
-MAX_TOKEN = 64
-MAX_SUBJECT = 200
-MAX_MESSAGE = 4096
 NOTIFY_BATCH = 100
 PAGE_SIZE = 100
 # Tries per call, the first included, with botocore's exponential backoff between them.
 MAX_ATTEMPTS = 5
 
-ENTITY_ID = re.compile(r"^[A-Z0-9]{1,64}$")
-WORKER_ID = re.compile(r"^A[A-Z0-9]{1,63}$")
-COUNTRY = re.compile(r"^[A-Z]{2}$")
 CREDENTIALS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
 # How MTurk says a UniqueRequestToken was seen before; seen in the wild:
 # 'The idempotency token "..." has already been processed. (1626172412406)'.
@@ -133,202 +100,6 @@ def make_client(
     )
 
 
-def _decimal(amount: Decimal | str | float | int, where: str) -> Decimal:
-    # bool is an int; True dollars is a bug, not an amount.
-    if isinstance(amount, bool) or not isinstance(amount, Decimal | str | float | int):
-        raise ValidationError(f"{amount!r} is not an amount of dollars: use e.g. '0.50'", where)
-    try:
-        # Through str() so that a float like 0.1 means 0.1, not its binary expansion.
-        value = amount if isinstance(amount, Decimal) else Decimal(str(amount).strip())
-    except InvalidOperation:
-        raise ValidationError(
-            f"{amount!r} is not an amount of dollars: use e.g. '0.50'", where
-        ) from None
-    if not value.is_finite():
-        raise ValidationError(f"{amount!r} is not an amount of dollars: use e.g. '0.50'", where)
-    return value
-
-
-def format_reward(amount: Decimal | str | float | int, where: str = "reward") -> str:
-    """The dollar amount as MTurk's CurrencyAmount string with two decimals, e.g. '0.50'."""
-    value = _decimal(amount, where)
-    if value <= 0:
-        raise ValidationError(f"{amount!r} must be more than $0.00: use e.g. '0.50'", where)
-    if value > MAX_REWARD:
-        raise ValidationError(
-            f"{amount!r} is more than ${MAX_REWARD}: this is surely a typo; split large "
-            "payments into smaller bonuses if it is not",
-            where,
-        )
-    if value != value.quantize(CENT):
-        raise ValidationError(
-            f"{amount!r} has fractions of a cent; MTurk pays whole cents: round it, e.g. "
-            f"'{value.quantize(CENT, ROUND_HALF_UP)}'",
-            where,
-        )
-    return str(value.quantize(CENT))
-
-
-def external_question(url: str, frame_height: int = 0, allow_http: bool = False) -> str:
-    """MTurk's ExternalQuestion XML that shows `url` in a frame (height 0: the whole window)."""
-    if any(ch.isspace() or ord(ch) < 32 for ch in url):
-        raise ValidationError(
-            f"{url!r} contains spaces or control characters: percent-encode them", "url"
-        )
-    parts = urlsplit(url)
-    schemes = ("https", "http") if allow_http else ("https",)
-    if parts.scheme not in schemes or not parts.hostname:
-        raise ValidationError(
-            f"{url!r} is not an https URL: MTurk shows only https pages in its frame; "
-            "serve the study over https (CROWD_BASE_URL=https://...)",
-            "url",
-        )
-    if len(url) > MAX_URL_LENGTH:
-        raise ValidationError(
-            f"the URL is {len(url)} characters long; MTurk takes at most {MAX_URL_LENGTH}: "
-            "move parameters into the study instead of the query string",
-            "url",
-        )
-    if isinstance(frame_height, bool) or not isinstance(frame_height, int):
-        raise ValidationError(f"{frame_height!r} is not a whole number of pixels", "frame_height")
-    if not 0 <= frame_height <= MAX_FRAME_HEIGHT:
-        raise ValidationError(
-            f"{frame_height} is not between 0 and {MAX_FRAME_HEIGHT} pixels "
-            "(0 lets the frame fill the window)",
-            "frame_height",
-        )
-    return (
-        f'<ExternalQuestion xmlns="{EXTERNAL_QUESTION_NS}">'
-        f"<ExternalURL>{escape(url)}</ExternalURL>"
-        f"<FrameHeight>{frame_height}</FrameHeight>"
-        "</ExternalQuestion>"
-    )
-
-
-def _entity_id(value: str, where: str) -> str:
-    if not isinstance(value, str) or not ENTITY_ID.match(value):
-        raise ValidationError(
-            f"{value!r} is not an MTurk id (capital letters and digits, at most 64): "
-            "copy it from the requester site or from the API's answer",
-            where,
-        )
-    return value
-
-
-def _worker_id(value: str, where: str = "worker_id") -> str:
-    if not isinstance(value, str) or not WORKER_ID.match(value):
-        raise ValidationError(
-            f"{value!r} is not an MTurk worker id (an A followed by capital letters and "
-            "digits, e.g. A1B2C3D4E5F6G7)",
-            where,
-        )
-    return value
-
-
-def qualification_requirements(
-    approval_rate: int | None = 95,
-    locales: Sequence[str] | None = ("US",),
-    custom: Sequence[tuple[str, str, int | None]] = (),
-    block_qualification_id: str | None = None,
-) -> list[dict[str, Any]]:
-    """MTurk's QualificationRequirements: approval rate, countries, custom ones, our block list."""
-    requirements: list[dict[str, Any]] = []
-    if approval_rate is not None:
-        if isinstance(approval_rate, bool) or not isinstance(approval_rate, int):
-            raise ValidationError(f"{approval_rate!r} is not a whole percent", "approval_rate")
-        if not 0 <= approval_rate <= 100:
-            raise ValidationError(
-                f"{approval_rate} is not a percent between 0 and 100", "approval_rate"
-            )
-        requirements.append(
-            {
-                "QualificationTypeId": APPROVAL_RATE_QUALIFICATION,
-                "Comparator": "GreaterThanOrEqualTo",
-                "IntegerValues": [approval_rate],
-            }
-        )
-    if locales:
-        countries = []
-        for locale in locales:
-            country = locale.upper() if isinstance(locale, str) else ""
-            if not COUNTRY.match(country):
-                raise ValidationError(
-                    f"{locale!r} is not a two-letter ISO 3166 country code, e.g. 'US', 'GB'",
-                    "locales",
-                )
-            if country not in countries:
-                countries.append(country)
-        requirements.append(
-            {
-                "QualificationTypeId": LOCALE_QUALIFICATION,
-                "Comparator": "In",
-                "LocaleValues": [{"Country": country} for country in countries],
-            }
-        )
-    for index, entry in enumerate(custom):
-        where = f"custom[{index}]"
-        if not isinstance(entry, tuple | list) or len(entry) != 3:
-            raise ValidationError(
-                f"{entry!r} is not (qualification_type_id, comparator, value)", where
-            )
-        type_id, comparator, value = entry
-        _entity_id(type_id, where)
-        if comparator not in COMPARATORS:
-            raise ValidationError(
-                f"{comparator!r} is not an MTurk comparator: use one of {', '.join(COMPARATORS)}",
-                where,
-            )
-        requirement: dict[str, Any] = {"QualificationTypeId": type_id, "Comparator": comparator}
-        if comparator in VALUELESS_COMPARATORS:
-            if value is not None:
-                raise ValidationError(f"{comparator} takes no value: use None", where)
-        elif isinstance(value, bool) or not isinstance(value, int):
-            raise ValidationError(f"{comparator} needs a whole number, not {value!r}", where)
-        else:
-            requirement["IntegerValues"] = [value]
-        requirements.append(requirement)
-    if block_qualification_id is not None:
-        _entity_id(block_qualification_id, "block_qualification_id")
-        # Guarding discovery too means blocked workers do not even see the HIT listed.
-        requirements.append(
-            {
-                "QualificationTypeId": block_qualification_id,
-                "Comparator": "DoesNotExist",
-                "ActionsGuarded": "DiscoverPreviewAndAccept",
-            }
-        )
-    if len(requirements) > MAX_QUALIFICATION_REQUIREMENTS:
-        raise ValidationError(
-            f"{len(requirements)} qualification requirements; MTurk takes at most "
-            f"{MAX_QUALIFICATION_REQUIREMENTS}: drop some custom ones",
-            "qualification_requirements",
-        )
-    return requirements
-
-
-def fee(reward: Decimal, assignments: int) -> Decimal:
-    """MTurk's commission on one payment of `reward` on a HIT with `assignments` assignments.
-
-    MTurk's published pricing: 20% of the reward (and of any bonus: use assignments=1), 40%
-    when the HIT has 10 or more assignments, at least $0.01, in whole cents.
-    """
-    amount = _decimal(reward, "reward")
-    _count(assignments, "assignments")
-    rate = LARGE_HIT_FEE_RATE if assignments >= LARGE_HIT_ASSIGNMENTS else FEE_RATE
-    return max(MINIMUM_FEE, (amount * rate).quantize(CENT, ROUND_HALF_UP))
-
-
-def _count(value: int, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValidationError(f"{value!r} is not a whole number of at least 1", where)
-    return value
-
-
-def cost(reward: Decimal, assignments: int, hits: int) -> Decimal:
-    """What `hits` HITs of `assignments` assignments at `reward` each cost with MTurk's fees."""
-    amount = _decimal(reward, "reward")
-    return (amount + fee(amount, assignments)) * assignments * _count(hits, "hits")
-
 
 def check_balance(client: MTurkClient, needed: Decimal) -> Decimal:
     """Refuse when the account's AvailableBalance is below `needed`; return the balance."""
@@ -342,30 +113,6 @@ def check_balance(client: MTurkClient, needed: Decimal) -> Decimal:
         )
     return available
 
-
-def _text(value: str, where: str, limit: int, required: bool = True) -> str:
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise ValidationError("is empty: MTurk requires it", where)
-    if len(value) > limit:
-        raise ValidationError(
-            f"is {len(value)} characters long; MTurk takes at most {limit}: shorten it", where
-        )
-    return value
-
-
-def _seconds(value: int, where: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValidationError(f"{value!r} is not a whole number of seconds in {low}..{high}", where)
-    return value
-
-
-def _token(value: str) -> str:
-    if not isinstance(value, str) or not 1 <= len(value) <= MAX_TOKEN:
-        raise ValidationError(
-            f"{value!r} must be 1 to {MAX_TOKEN} characters: derive it from our own ids",
-            "unique_request_token",
-        )
-    return value
 
 
 def _already_done(error: Exception) -> bool:
@@ -383,6 +130,7 @@ def _already_done(error: Exception) -> bool:
     )
 
 
+
 def create_hit_type(
     client: MTurkClient,
     title: str,
@@ -396,19 +144,20 @@ def create_hit_type(
     """CreateHITType; MTurk answers the same id for the same properties."""
     words = keywords if isinstance(keywords, str) else ", ".join(keywords)
     response = client.create_hit_type(
-        Title=_text(title, "title", MAX_TITLE),
-        Description=_text(description, "description", MAX_DESCRIPTION),
+        Title=check_text(title, "title", MAX_TITLE),
+        Description=check_text(description, "description", MAX_DESCRIPTION),
         Reward=format_reward(reward),
-        AssignmentDurationInSeconds=_seconds(
+        AssignmentDurationInSeconds=check_seconds(
             duration_s, "duration_s", MIN_DURATION_S, MAX_DURATION_S
         ),
-        AutoApprovalDelayInSeconds=_seconds(
+        AutoApprovalDelayInSeconds=check_seconds(
             auto_approval_delay_s, "auto_approval_delay_s", 0, MAX_AUTO_APPROVAL_DELAY_S
         ),
-        Keywords=_text(words, "keywords", MAX_KEYWORDS, required=False),
+        Keywords=check_text(words, "keywords", MAX_KEYWORDS, required=False),
         QualificationRequirements=qualification_requirements,
     )
     return str(response["HITTypeId"])
+
 
 
 def create_hit(
@@ -421,8 +170,8 @@ def create_hit(
     annotation: str | None = None,
 ) -> str:
     """CreateHITWithHITType; a retry with the same token answers the HIT made the first time."""
-    _entity_id(hit_type_id, "hit_type_id")
-    token = _token(unique_request_token)
+    check_entity_id(hit_type_id, "hit_type_id")
+    token = check_token(unique_request_token)
     # The annotation (private to us) lets us find the HIT again if MTurk's duplicate answer
     # does not name it; by default it is the token itself.
     annotation = token if annotation is None else annotation
@@ -438,7 +187,9 @@ def create_hit(
         response = client.create_hit_with_hit_type(
             HITTypeId=hit_type_id,
             Question=question_xml,
-            LifetimeInSeconds=_seconds(lifetime_s, "lifetime_s", MIN_DURATION_S, MAX_DURATION_S),
+            LifetimeInSeconds=check_seconds(
+                lifetime_s, "lifetime_s", MIN_DURATION_S, MAX_DURATION_S
+            ),
             MaxAssignments=max_assignments,
             UniqueRequestToken=token,
             RequesterAnnotation=annotation,
@@ -448,6 +199,7 @@ def create_hit(
             raise
         return _existing_hit(client, error, hit_type_id, token, annotation)
     return str(response["HIT"]["HITId"])
+
 
 
 def _existing_hit(
@@ -481,6 +233,7 @@ def _existing_hit(
     )
 
 
+
 def approve(
     client: MTurkClient,
     assignment_id: str,
@@ -489,20 +242,22 @@ def approve(
 ) -> None:
     """ApproveAssignment: pay the reward (and MTurk's fee), with optional feedback; with
     `override_rejection`, overturn an earlier rejection (MTurk allows it for 30 days)."""
-    params: dict[str, Any] = {"AssignmentId": _entity_id(assignment_id, "assignment_id")}
+    params: dict[str, Any] = {"AssignmentId": check_entity_id(assignment_id, "assignment_id")}
     if override_rejection:
         params["OverrideRejection"] = True
     if feedback:
-        params["RequesterFeedback"] = _text(feedback, "feedback", MAX_FEEDBACK)
+        params["RequesterFeedback"] = check_text(feedback, "feedback", MAX_FEEDBACK)
     client.approve_assignment(**params)
+
 
 
 def reject(client: MTurkClient, assignment_id: str, feedback: str) -> None:
     """RejectAssignment; the worker sees `feedback`, which MTurk requires."""
     client.reject_assignment(
-        AssignmentId=_entity_id(assignment_id, "assignment_id"),
-        RequesterFeedback=_text(feedback, "feedback", MAX_FEEDBACK),
+        AssignmentId=check_entity_id(assignment_id, "assignment_id"),
+        RequesterFeedback=check_text(feedback, "feedback", MAX_FEEDBACK),
     )
+
 
 
 def send_bonus(
@@ -518,11 +273,11 @@ def send_bonus(
 
     try:
         client.send_bonus(
-            WorkerId=_worker_id(worker_id),
-            AssignmentId=_entity_id(assignment_id, "assignment_id"),
+            WorkerId=check_worker_id(worker_id),
+            AssignmentId=check_entity_id(assignment_id, "assignment_id"),
             BonusAmount=format_reward(amount, "amount"),
-            Reason=_text(reason, "reason", MAX_MESSAGE),
-            UniqueRequestToken=_token(token),
+            Reason=check_text(reason, "reason", MAX_MESSAGE),
+            UniqueRequestToken=check_token(token),
         )
     except ClientError as error:
         # A repeated token means an earlier try (maybe one whose answer was lost) paid it.
@@ -532,19 +287,22 @@ def send_bonus(
     return True
 
 
+
 def block(client: MTurkClient, worker_id: str, reason: str) -> None:
     """CreateWorkerBlock; the reason is for our records, the worker does not see it."""
     client.create_worker_block(
-        WorkerId=_worker_id(worker_id), Reason=_text(reason, "reason", MAX_MESSAGE)
+        WorkerId=check_worker_id(worker_id), Reason=check_text(reason, "reason", MAX_MESSAGE)
     )
+
 
 
 def unblock(client: MTurkClient, worker_id: str, reason: str = "") -> None:
     """DeleteWorkerBlock; MTurk succeeds when the worker was not blocked."""
-    params: dict[str, Any] = {"WorkerId": _worker_id(worker_id)}
+    params: dict[str, Any] = {"WorkerId": check_worker_id(worker_id)}
     if reason:
-        params["Reason"] = _text(reason, "reason", MAX_MESSAGE)
+        params["Reason"] = check_text(reason, "reason", MAX_MESSAGE)
     client.delete_worker_block(**params)
+
 
 
 def list_assignments(
@@ -564,7 +322,7 @@ def list_assignments(
     if not 1 <= page_size <= PAGE_SIZE:
         raise ValidationError(f"{page_size} is not between 1 and {PAGE_SIZE}", "page_size")
     params: dict[str, Any] = {
-        "HITId": _entity_id(hit_id, "hit_id"),
+        "HITId": check_entity_id(hit_id, "hit_id"),
         "MaxResults": page_size,
         "AssignmentStatuses": wanted,
     }
@@ -579,14 +337,15 @@ def list_assignments(
         params["NextToken"] = next_token
 
 
+
 def notify(
     client: MTurkClient, worker_ids: Sequence[str], subject: str, message: str
 ) -> list[dict[str, Any]]:
     """NotifyWorkers in batches of 100; the failures MTurk reports (e.g. unknown workers)."""
-    _text(subject, "subject", MAX_SUBJECT)
-    _text(message, "message", MAX_MESSAGE)
+    check_text(subject, "subject", MAX_SUBJECT)
+    check_text(message, "message", MAX_MESSAGE)
     # Order kept, duplicates dropped: nobody should get the same e-mail twice.
-    unique = list(dict.fromkeys(_worker_id(worker_id) for worker_id in worker_ids))
+    unique = list(dict.fromkeys(check_worker_id(worker_id) for worker_id in worker_ids))
     failures: list[dict[str, Any]] = []
     for start in range(0, len(unique), NOTIFY_BATCH):
         response = client.notify_workers(
@@ -596,11 +355,13 @@ def notify(
     return failures
 
 
+
 def expire_hit(client: MTurkClient, hit_id: str) -> None:
     """UpdateExpirationForHIT to a past time: no new workers; accepted work goes on."""
     client.update_expiration_for_hit(
-        HITId=_entity_id(hit_id, "hit_id"), ExpireAt=datetime(2015, 1, 1, tzinfo=UTC)
+        HITId=check_entity_id(hit_id, "hit_id"), ExpireAt=datetime(2015, 1, 1, tzinfo=UTC)
     )
+
 
 
 def extend_hit(
@@ -609,25 +370,26 @@ def extend_hit(
     """Keep a HIT open `seconds` longer (from now) and/or add assignments (once per token)."""
     from botocore.exceptions import ClientError
 
-    _entity_id(hit_id, "hit_id")
+    check_entity_id(hit_id, "hit_id")
     expires: datetime | None = None
     if seconds:
         expires = datetime.now(UTC) + timedelta(
-            seconds=_seconds(seconds, "seconds", MIN_DURATION_S, MAX_DURATION_S)
+            seconds=check_seconds(seconds, "seconds", MIN_DURATION_S, MAX_DURATION_S)
         )
         client.update_expiration_for_hit(HITId=hit_id, ExpireAt=expires)
     if more_assignments:
-        _count(more_assignments, "more_assignments")
+        check_count(more_assignments, "more_assignments")
         try:
             client.create_additional_assignments_for_hit(
                 HITId=hit_id,
                 NumberOfAdditionalAssignments=more_assignments,
-                UniqueRequestToken=_token(token),
+                UniqueRequestToken=check_token(token),
             )
         except ClientError as error:
             if not _already_done(error):
                 raise
     return expires
+
 
 
 def grant_qualification(
@@ -637,11 +399,12 @@ def grant_qualification(
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(f"{value!r} is not a whole number", "value")
     client.associate_qualification_with_worker(
-        QualificationTypeId=_entity_id(qualification_id, "qualification_id"),
-        WorkerId=_worker_id(worker_id),
+        QualificationTypeId=check_entity_id(qualification_id, "qualification_id"),
+        WorkerId=check_worker_id(worker_id),
         IntegerValue=value,
         SendNotification=False,
     )
+
 
 
 def revoke_qualification(
@@ -649,32 +412,10 @@ def revoke_qualification(
 ) -> None:
     """DisassociateQualificationFromWorker."""
     params: dict[str, Any] = {
-        "QualificationTypeId": _entity_id(qualification_id, "qualification_id"),
-        "WorkerId": _worker_id(worker_id),
+        "QualificationTypeId": check_entity_id(qualification_id, "qualification_id"),
+        "WorkerId": check_worker_id(worker_id),
     }
     if reason:
-        params["Reason"] = _text(reason, "reason", MAX_MESSAGE)
+        params["Reason"] = check_text(reason, "reason", MAX_MESSAGE)
     client.disassociate_qualification_from_worker(**params)
 
-
-def answer_fields(answer_xml: str) -> dict[str, str]:
-    """The fields of MTurk's Answer XML (QuestionFormAnswers): identifier -> free text."""
-    import xml.etree.ElementTree as ET
-
-    try:
-        root = ET.fromstring(answer_xml)
-    except ET.ParseError:
-        return {}
-    fields: dict[str, str] = {}
-    for answer in root.iter():
-        if not answer.tag.endswith("Answer") or answer.tag.endswith("QuestionFormAnswers"):
-            continue
-        name = text = None
-        for child in answer:
-            if child.tag.endswith("QuestionIdentifier"):
-                name = child.text or ""
-            elif child.tag.endswith("FreeText"):
-                text = child.text or ""
-        if name is not None and text is not None:
-            fields[name] = text
-    return fields

@@ -2,7 +2,8 @@
 
 A participant does up to `items_per_session` items; our server issues a completion code per
 submission only once the answers are stored, and the sync checks that the code a submission
-was entered with is the one we issued. The calls are in prolific_api.py.
+was entered with is the one we issued. The calls are in prolific_api.py, what Prolific
+accepts (ids, amounts, the study URL, completion codes) in prolific_checks.py.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from crowd.exceptions import ConfigurationError, ValidationError
-from crowd.platforms.providers import prolific_api
+from crowd.platforms.providers import prolific_api, prolific_checks
 from crowd.platforms.providers.base import (
     ActionTarget,
     Binding,
@@ -67,7 +68,7 @@ DEFAULTS: dict[str, Any] = {
     "maximum_minutes": None,
     "name": None,
     "description": "Read short texts and answer questions about them.",
-    "devices": list(prolific_api.DEVICES),
+    "devices": list(prolific_checks.DEVICES),
     "filters": None,
     "project": None,
     "workspace_id": None,
@@ -139,7 +140,7 @@ class ProlificProvider(Provider):
             name=options["name"] or f"{study.title or study.hit_type}: {study.name}",
             internal_name=token,
             description=options["description"],
-            external_study_url=prolific_api.external_url(page, allow_http=development),
+            external_study_url=prolific_checks.external_url(page, allow_http=development),
             # The study-wide code is never shown: our server hands out one per submission.
             completion_code=study_code(settings.secret_key, token),
             total_available_places=places,
@@ -176,7 +177,7 @@ class ProlificProvider(Provider):
         )
 
     def completion(self, settings: Settings, binding: Binding, code: str) -> dict[str, Any]:
-        return {"kind": "code", "code": code, "url": prolific_api.completion_url(code)}
+        return {"kind": "code", "code": code, "url": prolific_checks.completion_url(code)}
 
     def perform(
         self,
@@ -193,7 +194,7 @@ class ProlificProvider(Provider):
             return {}
         if action == "reject":
             message = str(params.get("feedback") or "").strip()
-            if len(message) < prolific_api.MIN_REJECTION_MESSAGE:
+            if len(message) < prolific_checks.MIN_REJECTION_MESSAGE:
                 message += REJECTION_NOTE
             client.reject(submission, message, str(params.get("category") or "LOW_EFFORT"))
             return {}

@@ -1,4 +1,4 @@
-"""The pieces of a Prolific provider that talk to Prolific: studies, submissions, bonuses, codes.
+"""The client of a Prolific provider: studies, places, submissions, decisions and bonuses.
 
 A thin client over Prolific's researcher API v1 (https://docs.prolific.com/api-reference),
 through `requests`, authenticated with ``Authorization: Token <token>``. Arguments are checked
@@ -14,203 +14,53 @@ Publishing and paying are never blindly repeated; see publish_study and bonus.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import logging
 import math
-import re
 import time
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import requests
 from urllib3.exceptions import NewConnectionError
 
 from crowd.exceptions import ConfigurationError, ProlificError, ValidationError
+from crowd.platforms.providers.prolific_checks import (
+    DEVICES,
+    MAX_BONUS,
+    MAX_DESCRIPTION,
+    MAX_ESTIMATED_MINUTES,
+    MAX_MESSAGE,
+    MAX_NAME,
+    MAX_PAGE_SIZE,
+    MAX_PLACES,
+    MAX_REWARD,
+    MIN_REJECTION_MESSAGE,
+    REJECTION_CATEGORIES,
+    STUDY_CODE,
+    SUBMISSION_STATUSES,
+    URL_PARAMETERS,
+    check_cents,
+    check_object_id,
+    check_text,
+    check_url,
+    check_whole,
+)
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.prolific.com"
 API_PREFIX = "/api/v1"
 TOKEN_PAGE = "https://app.prolific.com/researcher/tokens/"
-# Where a participant goes back to when done; Prolific records the code given as `cc`.
-COMPLETE_URL = "https://app.prolific.com/submissions/complete?cc="
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
-# Prolific fills these in when it sends a participant to the study URL. They must reach
-# Prolific verbatim: percent-encoded braces are not substituted.
-URL_PARAMETERS = (
-    ("PROLIFIC_PID", "{{%PROLIFIC_PID%}}"),
-    ("STUDY_ID", "{{%STUDY_ID%}}"),
-    ("SESSION_ID", "{{%SESSION_ID%}}"),
-)
-
-# Studies, submissions, participants and workspaces all have MongoDB ObjectIds.
-OBJECT_ID = re.compile(r"^[0-9a-f]{24}$")
-STUDY_CODE = re.compile(r"^[A-Z0-9]{4,32}$")
-DEVICES = ("desktop", "tablet", "mobile")
-# As Prolific spells them in answers: with spaces, and TIMED-OUT with a hyphen.
-SUBMISSION_STATUSES = (
-    "RESERVED",
-    "ACTIVE",
-    "TIMED-OUT",
-    "AWAITING REVIEW",
-    "APPROVED",
-    "PARTIALLY APPROVED",
-    "RETURNED",
-    "REJECTED",
-    "SCREENED OUT",
-    "UNKNOWN",
-)
-REJECTION_CATEGORIES = (
-    "TOO_QUICKLY",
-    "TOO_SLOWLY",
-    "FAILED_INSTRUCTIONS",
-    "INCOMP_LONGITUDINAL",
-    "FAILED_CHECK",
-    "LOW_EFFORT",
-    "MALINGERING",
-    "NO_CODE",
-    "BAD_CODE",
-    "NO_DATA",
-    "UNSUPP_DEVICE",
-    "OTHER",
-)
-# Documented for SubmissionTransition: a rejection message must be at least 100 characters.
-MIN_REJECTION_MESSAGE = 100
-# Our own caps against typos; Prolific does not document upper limits for these.
-MAX_NAME = 255
-MAX_DESCRIPTION = 20_000
-MAX_MESSAGE = 5_000
-MAX_REWARD = 100_000  # cents/pence per place
-MAX_BONUS = 100_000  # cents/pence per participant
-MAX_PLACES = 100_000
-# Prolific times a submission out within 24 hours, and allows at least twice the estimate.
-MAX_ESTIMATED_MINUTES = 600
-MAX_PAGE_SIZE = 100
 # Bounds a listing whatever the next-page links say (a million submissions at 100 a page).
 MAX_PAGES = 10_000
 MAX_TOKEN = 200
-MIN_SECRET_BYTES = 16
-CODE_LENGTH = 10
+
 MAYBE_DONE = "; it may have taken effect, and is not repeated since doing it twice is unsafe"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 30.0
-
-
-def _object_id(value: str, where: str) -> str:
-    if not isinstance(value, str) or not OBJECT_ID.match(value):
-        raise ValidationError(
-            f"{value!r} is not a Prolific id (24 lowercase hex characters, e.g. "
-            "60ffe5c8371090c7041d43f8): copy it from Prolific's answer or the URL parameters",
-            where,
-        )
-    return value
-
-
-def _whole(value: int, where: str, low: int, high: int, unit: str = "") -> int:
-    # bool is an int; True places is a bug, not a number.
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValidationError(f"{value!r} is not a whole number{unit} in {low}..{high}", where)
-    return value
-
-
-def _text(value: str, where: str, limit: int, minimum: int = 1) -> str:
-    if not isinstance(value, str) or len(value.strip()) < minimum:
-        needed = "is empty" if minimum == 1 else f"is shorter than {minimum} characters"
-        raise ValidationError(f"{needed}: Prolific requires it and shows it to participants", where)
-    if len(value) > limit:
-        raise ValidationError(f"is {len(value)} characters long; shorten it to {limit}", where)
-    return value
-
-
-def _cents(value: int, where: str, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(
-            f"{value!r} is not a whole number of cents/pence: Prolific counts money in the "
-            "smallest unit, e.g. 150 for 1.50",
-            where,
-        )
-    if not 1 <= value <= high:
-        raise ValidationError(
-            f"{value} is not in 1..{high} cents/pence; the amount is in the smallest unit "
-            "(150 means 1.50)",
-            where,
-        )
-    return value
-
-
-def _check_url(url: str, allow_http: bool, where: str) -> tuple[str, str, str, str, str]:
-    if not isinstance(url, str) or any(ch.isspace() or ord(ch) < 32 for ch in url):
-        raise ValidationError(
-            f"{url!r} is not a URL without spaces or control characters: percent-encode them",
-            where,
-        )
-    parts = urlsplit(url)
-    schemes = ("https", "http") if allow_http else ("https",)
-    if parts.scheme not in schemes or not parts.hostname:
-        raise ValidationError(
-            f"{url!r} is not an https URL: Prolific sends participants to it, so serve the "
-            "study over https (CROWD_BASE_URL=https://...)",
-            where,
-        )
-    return parts.scheme, parts.netloc, parts.path, parts.query, parts.fragment
-
-
-def external_url(base_task_url: str, allow_http: bool = False) -> str:
-    """The study URL Prolific sends participants to: the task URL with Prolific's placeholders."""
-    scheme, netloc, path, query, fragment = _check_url(base_task_url, allow_http, "task_url")
-    names = {pair.split("=", 1)[0] for pair in query.split("&") if pair}
-    taken = sorted(names & {name for name, _ in URL_PARAMETERS})
-    if taken:
-        raise ValidationError(
-            f"{base_task_url!r} already has {', '.join(taken)}: pass the task URL without "
-            "Prolific's parameters; they are added here",
-            "task_url",
-        )
-    # Joined by hand: urlencode would percent-encode the braces Prolific looks for.
-    added = "&".join(f"{name}={placeholder}" for name, placeholder in URL_PARAMETERS)
-    return urlunsplit((scheme, netloc, path, f"{query}&{added}" if query else added, fragment))
-
-
-def completion_url(code: str) -> str:
-    """Where our server sends a participant who is done, carrying their completion code."""
-    if not isinstance(code, str) or not re.match(r"^[A-Za-z0-9]{1,64}$", code):
-        raise ValidationError(f"{code!r} is not a completion code (letters and digits)", "code")
-    return COMPLETE_URL + quote(code)
-
-
-def _secret(secret: str | bytes) -> bytes:
-    key = secret.encode() if isinstance(secret, str) else secret
-    if not isinstance(key, bytes) or len(key) < MIN_SECRET_BYTES:
-        raise ValidationError(
-            f"the completion-code secret must be at least {MIN_SECRET_BYTES} bytes: use a "
-            "random one, e.g. secrets.token_hex(32), and keep it across restarts",
-            "secret",
-        )
-    return key
-
-
-def completion_code(secret: str | bytes, session_id: str) -> str:
-    """The code for one submission (Prolific's SESSION_ID): 10 uppercase letters and digits.
-
-    HMAC-SHA256 of the session id under our secret, in base32 (A-Z, 2-7), cut to 50 bits: a
-    participant cannot guess another's code, and we need not store it to check it.
-    """
-    message = b"prolific-completion-code:" + _object_id(session_id, "session_id").encode()
-    digest = hmac.new(_secret(secret), message, hashlib.sha256).digest()
-    return base64.b32encode(digest).decode()[:CODE_LENGTH]
-
-
-def code_matches(secret: str | bytes, session_id: str, code: str) -> bool:
-    """Whether `code` (as the participant typed it: case and outer spaces ignored) is theirs."""
-    expected = completion_code(secret, session_id)
-    if not isinstance(code, str):
-        return False
-    # compare_digest: the time taken must not tell how many leading characters were right.
-    return hmac.compare_digest(code.strip().upper().encode(), expected.encode())
 
 
 def _describe(detail: Any) -> str:
@@ -224,12 +74,14 @@ def _describe(detail: Any) -> str:
     return str(detail)
 
 
+
 def _never_sent(error: requests.RequestException) -> bool:
     """Whether the request failed before reaching Prolific, so that it did nothing there."""
     if isinstance(error, requests.ConnectTimeout):
         return True
     reason = error.args[0] if error.args else None
     return isinstance(getattr(reason, "reason", reason), NewConnectionError)
+
 
 
 class ProlificClient:
@@ -261,7 +113,7 @@ class ProlificClient:
         self.base_url = f"{parts.scheme}://{parts.netloc}"
         self.session = session or requests.Session()
         self.timeout = timeout
-        self.attempts = _whole(attempts, "attempts", 1, 10)
+        self.attempts = check_whole(attempts, "attempts", 1, 10)
         self.backoff_s = backoff_s
 
     # -- transport -------------------------------------------------------------------------
@@ -354,7 +206,7 @@ class ProlificClient:
 
     def balance(self, workspace_id: str) -> dict[str, Any]:
         """A workspace's funds, in cents/pence: total_balance, available_balance, breakdowns."""
-        path = f"/workspaces/{_object_id(workspace_id, 'workspace_id')}/balance/"
+        path = f"/workspaces/{check_object_id(workspace_id, 'workspace_id')}/balance/"
         return self._call("GET", path, retry=True)
 
     # -- studies ---------------------------------------------------------------------------
@@ -383,7 +235,7 @@ class ProlificClient:
         per-submission code (completion_code()) is checked. Not retried after a lost answer,
         which would leave a second draft: look among the drafts before creating it again.
         """
-        _check_url(external_study_url, allow_http, "external_study_url")
+        check_url(external_study_url, allow_http, "external_study_url")
         missing = [p for _, p in URL_PARAMETERS if p not in external_study_url]
         if missing:
             raise ValidationError(
@@ -396,7 +248,7 @@ class ProlificClient:
                 f"{completion_code!r} is not 4 to 32 capital letters and digits, e.g. 'C1A2B3C4'",
                 "completion_code",
             )
-        estimate = _whole(
+        estimate = check_whole(
             estimated_completion_time,
             "estimated_completion_time",
             1,
@@ -414,9 +266,9 @@ class ProlificClient:
                 "device_compatibility",
             )
         body: dict[str, Any] = {
-            "name": _text(name, "name", MAX_NAME),
-            "internal_name": _text(internal_name or name, "internal_name", MAX_NAME),
-            "description": _text(description, "description", MAX_DESCRIPTION),
+            "name": check_text(name, "name", MAX_NAME),
+            "internal_name": check_text(internal_name or name, "internal_name", MAX_NAME),
+            "description": check_text(description, "description", MAX_DESCRIPTION),
             "external_study_url": external_study_url,
             "prolific_id_option": "url_parameters",
             "completion_codes": [
@@ -426,17 +278,17 @@ class ProlificClient:
                     "actions": [{"action": "MANUALLY_REVIEW"}],
                 }
             ],
-            "total_available_places": _whole(
+            "total_available_places": check_whole(
                 total_available_places, "total_available_places", 1, MAX_PLACES
             ),
             "estimated_completion_time": estimate,
-            "reward": _cents(reward, "reward", MAX_REWARD),
+            "reward": check_cents(reward, "reward", MAX_REWARD),
             "device_compatibility": devices,
         }
         if maximum_allowed_time is not None:
             # Documented minimum: 2 minutes + twice the estimate + twice its square root.
             least = math.ceil(2 + 2 * estimate + 2 * math.sqrt(estimate))
-            body["maximum_allowed_time"] = _whole(
+            body["maximum_allowed_time"] = check_whole(
                 maximum_allowed_time, "maximum_allowed_time", least, 24 * 60, " of minutes"
             )
         if filters is not None:
@@ -449,18 +301,18 @@ class ProlificClient:
                     )
             body["filters"] = [dict(item) for item in filters]
         if project is not None:
-            body["project"] = _object_id(project, "project")
+            body["project"] = check_object_id(project, "project")
         return self._call("POST", "/studies/", json=body, retry=False)
 
     def get_study(self, study_id: str) -> dict[str, Any]:
         """The study as Prolific has it now: status, places, reward and the rest."""
-        path = f"/studies/{_object_id(study_id, 'study_id')}/"
+        path = f"/studies/{check_object_id(study_id, 'study_id')}/"
         return self._call("GET", path, retry=True)
 
     def _transition_study(
         self, study_id: str, action: str, done: tuple[str, ...]
     ) -> dict[str, Any]:
-        path = f"/studies/{_object_id(study_id, 'study_id')}/transition/"
+        path = f"/studies/{check_object_id(study_id, 'study_id')}/transition/"
         for attempt in range(2):
             try:
                 return self._call("POST", path, json={"action": action}, retry=False)
@@ -497,7 +349,7 @@ class ProlificClient:
         by itself (API docs, "Submission object"), so do not add places for those on an active
         study. Add places for work our own checks threw away, or to reopen a COMPLETED study.
         """
-        _whole(total, "total", 1, MAX_PLACES)
+        check_whole(total, "total", 1, MAX_PLACES)
         study = self.get_study(study_id)
         current = int(study.get("total_available_places") or 0)
         if total < current:
@@ -529,8 +381,8 @@ class ProlificClient:
                     f"{', '.join(SUBMISSION_STATUSES)}",
                     "statuses",
                 )
-        size = _whole(page_size, "page_size", 1, MAX_PAGE_SIZE)
-        query = {"study": _object_id(study_id, "study_id"), "page_size": size}
+        size = check_whole(page_size, "page_size", 1, MAX_PAGE_SIZE)
+        query = {"study": check_object_id(study_id, "study_id"), "page_size": size}
         found: list[dict[str, Any]] = []
         url, page = "/submissions/", 1
         for _ in range(MAX_PAGES):
@@ -569,11 +421,11 @@ class ProlificClient:
 
     def get_submission(self, submission_id: str) -> dict[str, Any]:
         """One submission, with `bonus_payments` (cents/pence) and `entered_code`."""
-        path = f"/submissions/{_object_id(submission_id, 'submission_id')}/"
+        path = f"/submissions/{check_object_id(submission_id, 'submission_id')}/"
         return self._call("GET", path, retry=True)
 
     def _transition_submission(self, submission_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        path = f"/submissions/{_object_id(submission_id, 'submission_id')}/transition/"
+        path = f"/submissions/{check_object_id(submission_id, 'submission_id')}/transition/"
         # Prolific documents this call as idempotent: a repeat of a done transition is ignored.
         return self._call("POST", path, json=body, retry=True)
 
@@ -591,7 +443,7 @@ class ProlificClient:
             )
         body = {
             "action": "REJECT",
-            "message": _text(message, "message", MAX_MESSAGE, MIN_REJECTION_MESSAGE),
+            "message": check_text(message, "message", MAX_MESSAGE, MIN_REJECTION_MESSAGE),
             "rejection_category": category,
         }
         return self._transition_submission(submission_id, body)
@@ -605,14 +457,15 @@ class ProlificClient:
         are written as a decimal here. Retried after a lost answer: an unpaid set-up costs
         nothing, and only the id we got back is ever paid.
         """
-        cents = _cents(amount, "amount", MAX_BONUS)
-        row = f"{_object_id(participant_id, 'participant_id')},{cents // 100}.{cents % 100:02d}\n"
-        body = {"study_id": _object_id(study_id, "study_id"), "csv_bonuses": row}
+        cents = check_cents(amount, "amount", MAX_BONUS)
+        participant = check_object_id(participant_id, "participant_id")
+        row = f"{participant},{cents // 100}.{cents % 100:02d}\n"
+        body = {"study_id": check_object_id(study_id, "study_id"), "csv_bonuses": row}
         return self._call("POST", "/submissions/bonus-payments/", json=body, retry=True)
 
     def pay_bonus(self, bonus_id: str) -> None:
         """Pay a bonus set up by create_bonus. Sent once only: Prolific pays every request."""
-        path = f"/bulk-bonus-payments/{_object_id(bonus_id, 'bonus_id')}/pay/"
+        path = f"/bulk-bonus-payments/{check_object_id(bonus_id, 'bonus_id')}/pay/"
         self._call("POST", path, retry=False)
 
     def bonus(
@@ -666,5 +519,7 @@ class ProlificClient:
         return bonus_id
 
 
+
 def _is_json(response: requests.Response) -> bool:
     return "json" in response.headers.get("Content-Type", "")
+
