@@ -305,7 +305,8 @@ def test_workers_without_a_platform_get_no_platform_calls(
     """Simulated and open-web workers have no platform: decisions are ours alone.
 
     The calls that do reach a platform are shown against MTurk in
-    tests/providers/test_mturk_provider.py (approve, reject, bonus, block, retries).
+    tests/crowd/platforms/providers/test_mturk_provider.py (approve, reject, bonus, block,
+    retries).
     """
     study_id, ids, _ = crew
     post_action(client, auth, study_id, ids["alice"], action="approve")

@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from crowd.storage import Database, Response
 from tests.conftest import passage
-from tests.web.conftest import BROWSER_MARKS, ONE_PASS, click_step, open_and_join
+from tests.crowd.web.conftest import BROWSER_MARKS, ONE_PASS, click_step, open_and_join
 
 pytestmark = BROWSER_MARKS
 

@@ -30,8 +30,13 @@ from crowd.storage import (
     SessionState,
 )
 from tests.conftest import passage
-from tests.providers.prolific_server import ProlificServer
-from tests.providers.test_mturk_provider import actions_url, do_items, open_page, worker_header
+from tests.crowd.platforms.providers.prolific_server import ProlificServer
+from tests.crowd.platforms.providers.test_mturk_provider import (
+    actions_url,
+    do_items,
+    open_page,
+    worker_header,
+)
 
 OPTIONS = {"reward": "1.50", "items_per_session": 2, "places": 2, "estimated_minutes": 5}
 

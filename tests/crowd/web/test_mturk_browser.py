@@ -21,8 +21,8 @@ from crowd.security import WorkerSigner
 from crowd.settings import Settings
 from crowd.storage import Database, PlatformSession, Response, SessionState
 from tests.conftest import passage
-from tests.providers.mturk_server import MTurkServer
-from tests.web.conftest import BROWSER_MARKS, click_step
+from tests.crowd.platforms.providers.mturk_server import MTurkServer
+from tests.crowd.web.conftest import BROWSER_MARKS, click_step
 
 pytestmark = BROWSER_MARKS
 WORKER = "A3BROWSERWORKER"

@@ -19,8 +19,8 @@ from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from crowd.storage import Database, Delivery, DeliveryStatus, OutboxEvent, Worker
 from tests.conftest import join, passage
-from tests.crowd.test_delivery import Received, Receiver
-from tests.crowd.test_work import play
+from tests.crowd.delivery.test_signed import Received, Receiver
+from tests.crowd.work.test_assignments import play
 
 ALL_EVENTS = ["response.stored", "item.complete", "study.complete", "worker.blocked"]
 CONFIG = {"annotations_per_item": 1, "attention_rate": 0.0}

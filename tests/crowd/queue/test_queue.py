@@ -24,7 +24,7 @@ from crowd.settings import Settings
 from crowd.storage import AuditEntry, Database, OutboxEvent, Report, StudyWorker, Worker
 from crowd.storage.outbox import RESPONSE_STORED, WORKER_BLOCKED
 from tests.conftest import join, passage
-from tests.crowd.test_work import play
+from tests.crowd.work.test_assignments import play
 
 
 def test_responses_survive_a_redis_outage(
@@ -136,7 +136,7 @@ RQ_CALLS = {"Queue", "SimpleWorker", "Worker", "Job.fetch", "Job.fetch_many", "J
 def test_every_queue_worker_and_job_fetch_uses_the_json_serializer() -> None:
     """A Queue, Worker or Job.fetch made without `serializer=` would pickle (or fail to read)
     jobs: everything goes through crowd.queue's helpers, which pass SERIALIZER."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     offenders = []
     for path in sorted((*root.glob("crowd/**/*.py"), *root.glob("tasks/**/*.py"))):
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from tests.providers.local_server import LocalServer
+from tests.crowd.platforms.providers.local_server import LocalServer
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 CONTENT_TYPE = "application/x-amz-json-1.1"

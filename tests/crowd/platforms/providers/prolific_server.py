@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.providers.local_server import LocalServer
+from tests.crowd.platforms.providers.local_server import LocalServer
 
 OBJECT_ID = re.compile(r"^[0-9a-f]{24}$")
 LOCAL_HOSTS = ("127.0.0.1", "localhost")

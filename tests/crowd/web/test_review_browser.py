@@ -41,7 +41,7 @@ from crowd.storage import (
 )
 from crowd.studies.lifecycle import create_study, get_study, import_items
 from tests.conftest import SECRET
-from tests.web.conftest import BROWSER_MARKS
+from tests.crowd.web.conftest import BROWSER_MARKS
 
 pytestmark = BROWSER_MARKS
 

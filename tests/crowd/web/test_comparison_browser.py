@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import select
 
 from crowd.storage import Database, Item, Response
-from tests.web.conftest import (
+from tests.crowd.web.conftest import (
     BROWSER_MARKS,
     ResponseLog,
     carries_json,

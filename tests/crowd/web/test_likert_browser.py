@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select
 
 from crowd.storage import Database, Response
-from tests.web.conftest import BROWSER_MARKS, ONE_PASS, ResponseLog, click_step, open_and_join
+from tests.crowd.web.conftest import BROWSER_MARKS, ONE_PASS, ResponseLog, click_step, open_and_join
 
 pytestmark = BROWSER_MARKS
 

@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 from crowd.exceptions import ConfigurationError, InvalidAction, ValidationError
 from crowd.platforms.providers import mturk_api as mturk
 from crowd.platforms.providers import mturk_checks as checks
-from tests.providers.mturk_server import EXTERNAL_QUESTION_NS, MTurkServer
+from tests.crowd.platforms.providers.mturk_server import EXTERNAL_QUESTION_NS, MTurkServer
 
 URL = "https://crowd.example.org/work/7?kind=a&b=<1>"
 WORKER = "A1EXAMPLEWORKER"

@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from crowd.storage import Database, Response
 from tests.conftest import passage
-from tests.web.conftest import (
+from tests.crowd.web.conftest import (
     BROWSER_MARKS,
     ONE_PASS,
     ResponseLog,

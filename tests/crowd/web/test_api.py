@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from tests.conftest import join, passage
-from tests.crowd.test_work import play
+from tests.crowd.work.test_assignments import play
 
 
 def _jsonl(items: list[dict[str, Any]]) -> str:

@@ -40,7 +40,7 @@ from crowd.storage import (
     Study,
 )
 from tests.conftest import passage
-from tests.providers.mturk_server import MTurkServer
+from tests.crowd.platforms.providers.mturk_server import MTurkServer
 
 WORKER = "A1WORKERONE"
 OPTIONS = {

@@ -14,7 +14,7 @@ import requests
 from crowd.exceptions import ConfigurationError, ProlificError, ValidationError
 from crowd.platforms.providers import prolific_checks as prolific
 from crowd.platforms.providers.prolific_api import ProlificClient
-from tests.providers.prolific_server import ApiError, ProlificServer
+from tests.crowd.platforms.providers.prolific_server import ApiError, ProlificServer
 
 TOKEN = "test-token"
 TASK_URL = "http://127.0.0.1:5000/work/7?kind=boundary#top"

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import select
 
 from crowd.storage import Database, Response, TabooGame
-from tests.web.conftest import BROWSER_MARKS, ResponseLog
+from tests.crowd.web.conftest import BROWSER_MARKS, ResponseLog
 
 pytestmark = BROWSER_MARKS
 
