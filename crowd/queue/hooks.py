@@ -23,6 +23,7 @@ installed on every database whose commits enqueue work (the app's and each worke
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -52,7 +53,10 @@ class Event:
 InTransaction = Callable[[Session, Event], None]
 AfterCommit = Callable[[redis.Redis, Event], None]
 OwnTransaction = Callable[[Event], str]
-F = TypeVar("F", bound=Callable[..., Any])
+InTransactionT = TypeVar("InTransactionT", bound=InTransaction)
+AfterCommitT = TypeVar("AfterCommitT", bound=AfterCommit)
+OwnTransactionT = TypeVar("OwnTransactionT", bound=OwnTransaction)
+SweepT = TypeVar("SweepT", bound=Callable[["SweepContext"], object])
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ class _Entry:
 _in_transaction: dict[str, list[_Entry]] = {}
 _after_commit: dict[str, list[_Entry]] = {}
 _own_transaction: dict[str, OwnTransaction] = {}
-_serial = iter(range(1_000_000_000))
+_serial = itertools.count()
 
 
 def _name(fn: Callable[..., Any]) -> str:
@@ -82,10 +86,10 @@ def _add(table: dict[str, list[_Entry]], topics: tuple[str, ...], order: int, fn
         table[topic] = sorted(entries, key=lambda entry: (entry.order, entry.serial))
 
 
-def on_event(*topics: str, order: int = AFTER_QC) -> Callable[[F], F]:
+def on_event(*topics: str, order: int = AFTER_QC) -> Callable[[InTransactionT], InTransactionT]:
     """Register `fn(session, event)` for `topics`, inside the event's transaction."""
 
-    def register(fn: F) -> F:
+    def register(fn: InTransactionT) -> InTransactionT:
         if ANY_TOPIC in topics:
             raise RegistryError("in-transaction handlers name their topics")
         _add(_in_transaction, topics, order, fn)
@@ -94,21 +98,21 @@ def on_event(*topics: str, order: int = AFTER_QC) -> Callable[[F], F]:
     return register
 
 
-def after_event(*topics: str, order: int = 0) -> Callable[[F], F]:
+def after_event(*topics: str, order: int = 0) -> Callable[[AfterCommitT], AfterCommitT]:
     """Register `fn(connection, event)` for `topics` (or ANY_TOPIC), after the commit."""
 
-    def register(fn: F) -> F:
+    def register(fn: AfterCommitT) -> AfterCommitT:
         _add(_after_commit, topics, order, fn)
         return fn
 
     return register
 
 
-def own_transaction(topic: str) -> Callable[[F], F]:
+def own_transaction(topic: str) -> Callable[[OwnTransactionT], OwnTransactionT]:
     """Register `fn(event) -> outcome` as the only handler of `topic`; it opens its own
     transactions and raises to have the job retried."""
 
-    def register(fn: F) -> F:
+    def register(fn: OwnTransactionT) -> OwnTransactionT:
         existing = _own_transaction.get(topic)
         if existing is not None and _name(existing) != _name(fn):
             raise RegistryError(f"outbox topic {topic!r} is already handled by {_name(existing)}")
@@ -169,10 +173,10 @@ def every_sweep(
     order: int = 0,
     every: Callable[[Settings], float] | None = None,
     burst: bool = False,
-) -> Callable[[F], F]:
+) -> Callable[[SweepT], SweepT]:
     """Register `fn(context)` as the sweep `name`, run in `order` (lowest first)."""
 
-    def register(fn: F) -> F:
+    def register(fn: SweepT) -> SweepT:
         existing = _sweeps.get(name)
         if existing is not None and _name(existing.run) != _name(fn):
             raise RegistryError(f"sweep {name!r} is already registered: {_name(existing.run)}")
