@@ -25,8 +25,10 @@ chromium:
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
 	  else echo "chromium is missing: browser tests will be skipped (apt-get install chromium)"; fi; }
 
+# ruff, then the layer contracts of pyproject.toml's [tool.importlinter] (import-linter).
 lint: install
 	$(VENV)/bin/ruff check crowd tasks qc models tests benchmarks examples
+	$(VENV)/bin/lint-imports
 
 typecheck: install
 	$(VENV)/bin/mypy
@@ -50,4 +52,4 @@ bench-reward: install
 	$(PY) benchmarks/reward_speed.py --labels 1000 --held-out 500 --repeats 2 --write
 
 clean:
-	rm -rf $(VENV) .crowd .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .crowd .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .grimp_cache

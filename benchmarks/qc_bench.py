@@ -35,10 +35,12 @@ from sqlalchemy import select
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from crowd import labels, quality  # noqa: E402
 from crowd.accounts import authenticate, create_api_key  # noqa: E402
 from crowd.demo import BackgroundServer  # noqa: E402
-from crowd.providers.sim import SimulatedCrowd  # noqa: E402
+from crowd.platforms.providers.sim import SimulatedCrowd  # noqa: E402
+from crowd.platforms.publishing import open_study  # noqa: E402
+from crowd.quality import labels  # noqa: E402
+from crowd.quality import standing as quality  # noqa: E402
 from crowd.queue.runner import ensure_redis, run_worker  # noqa: E402
 from crowd.settings import Settings  # noqa: E402
 from crowd.storage import (  # noqa: E402
@@ -49,7 +51,7 @@ from crowd.storage import (  # noqa: E402
     StudyWorker,
     Worker,
 )
-from crowd.studies import create_study, get_study, import_items, publish  # noqa: E402
+from crowd.studies.lifecycle import create_study, get_study, import_items  # noqa: E402
 from qc.aggregation import label_accuracy  # noqa: E402
 from tasks import get_hit_type, load_builtin  # noqa: E402
 
@@ -209,7 +211,7 @@ MAKERS = {"boundary": boundary_items, "likert": likert_items, "comparison": comp
 
 
 def truth_labels(hit_type: str, records: list[dict]) -> dict[str, Any]:
-    """The true label of every (real item, question) task, keyed like crowd.labels."""
+    """The true label of every (real item, question) task, keyed like crowd.quality.labels."""
     truth: dict[str, Any] = {}
     for record in records:
         if record.get("kind", "real") != "real":
@@ -256,7 +258,7 @@ def run_plan(plan: Plan, args: argparse.Namespace, base: Settings) -> dict[str, 
             plan.config,
         )
         import_items(session, study, records)
-        publish(session, study, ["sim"])
+        open_study(session, study, ["sim"])
         study_id = study.id
     counts = {role: round(share * args.workers) for role, share in SHARES.items()}
     mix = {plan.kinds[role]: n for role, n in counts.items()}

@@ -391,8 +391,9 @@ def reset_postgres(url: str) -> str:
 def prepare_study(database_url: str, n_items: int) -> tuple[str, int]:
     """Migrate, then create an API key and a published boundary study; (key, study id)."""
     from crowd.accounts import authenticate, create_api_key
+    from crowd.platforms.publishing import open_study
     from crowd.storage import Database
-    from crowd.studies import create_study, import_items, publish
+    from crowd.studies.lifecycle import create_study, import_items
     from tasks import load_builtin
 
     load_builtin()
@@ -411,7 +412,7 @@ def prepare_study(database_url: str, n_items: int) -> tuple[str, int]:
             }
             study = create_study(session, experimenter, "submit benchmark", "boundary", config)
             import_items(session, study, passages(n_items))
-            publish(session, study, ["sim"])
+            open_study(session, study, ["sim"])
             return key, study.id
     finally:
         db.dispose()
@@ -454,13 +455,12 @@ def join_workers(port: int, key: str, study_id: int, n: int) -> list[str]:
 
 def queued_jobs(redis_url: str) -> int:
     import redis
-    from rq import Queue
 
-    from crowd.queue import EVENTS
+    from crowd.queue import EVENTS, job_queue
 
     connection = redis.Redis.from_url(redis_url)
     try:
-        return len(Queue(EVENTS, connection=connection))
+        return len(job_queue(EVENTS, connection))
     finally:
         connection.close()
 

@@ -1,44 +1,18 @@
-"""The Flask application factory: wires storage, the queue and the web blueprints."""
+"""The Flask application factory: wires storage, the queue and the web blueprints.
+
+The composition root of the web process: nothing below it imports it.
+"""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Any
 
-import redis
-from flask import Flask, current_app
+from flask import Flask
 
-from crowd.security import WorkerSigner
+from crowd.context import make_platform
 from crowd.settings import Settings
-from crowd.storage import Database
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Platform:
-    """The subsystems one app (or CLI command) works with."""
-
-    settings: Settings
-    db: Database
-    redis: redis.Redis | None
-    signer: WorkerSigner
-
-
-def redis_connection(url: str) -> redis.Redis:
-    # Short timeouts: a request must not hang on a dead Redis; the outbox catches up later.
-    return redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5)
-
-
-def make_platform(settings: Settings) -> Platform:
-    from crowd.queue.outbox import install_after_commit_enqueue
-
-    db = Database(settings.database_url)
-    connection = redis_connection(settings.redis_url) if settings.redis_url else None
-    if connection is not None:
-        install_after_commit_enqueue(db, connection)
-    return Platform(settings, db, connection, WorkerSigner(settings.secret_key))
 
 
 def create_app(settings: Settings | None = None) -> Flask:
@@ -64,8 +38,3 @@ def create_app(settings: Settings | None = None) -> Flask:
     init_app(app)
     return app
 
-
-def platform() -> Platform:
-    """The platform of the current app."""
-    value: Any = current_app.extensions["crowd"]
-    return value

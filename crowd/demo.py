@@ -22,13 +22,15 @@ from typing import Any
 from werkzeug.serving import make_server
 
 from crowd.accounts import authenticate, create_api_key
-from crowd.annotations import import_file
 from crowd.app import create_app
-from crowd.providers.sim import SimulatedCrowd
+from crowd.platforms.providers.sim import SimulatedCrowd
+from crowd.platforms.publishing import open_study
+from crowd.plugins import live_modules
 from crowd.queue.runner import ensure_redis, run_worker
 from crowd.settings import Settings
 from crowd.storage import Database, Report
-from crowd.studies import create_study, get_study, import_items, parse_jsonl, publish
+from crowd.studies.annotations import import_file
+from crowd.studies.lifecycle import create_study, get_study, import_items, parse_jsonl
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
 
@@ -209,7 +211,7 @@ def comparison_summary(data: dict[str, Any]) -> list[str]:
 
 def reward_lines(settings: Settings, study_id: int) -> list[str]:
     """What the reward-model runs the labels triggered did."""
-    from crowd.training import runs_of
+    from crowd.ml.reward import runs_of
 
     db = Database(settings.database_url)
     try:
@@ -276,92 +278,6 @@ def with_gold(records: list[dict[str, Any]], every: int) -> list[dict[str, Any]]
     return [{**r, "kind": "gold"} if r["id"] in gold_ids else r for r in records]
 
 
-TABOO_TOURNAMENT = "demo"
-
-
-def start_taboo_demo(
-    settings: Settings, db: Database, api_key: str, url: str, seed: int, echo: Callable[[str], Any]
-) -> int:
-    """An Adversarial Taboo study: one simulated person defends against the agent attacker
-    through HTTP, and an agent-vs-agent tournament over the word list goes on the queue."""
-    import redis
-
-    from crowd.taboo_jobs import enqueue_tournament
-    from crowd.taboo_sim import SimulatedPlayer
-
-    words = load_samples("taboo")
-    with db.session() as session:
-        experimenter = authenticate(session, api_key)
-        config = {"taboo": {"human_role": "defender",
-                            "judge": {"relevance_model": "minilm", "relevance_threshold": 0.4}}}
-        study = create_study(session, experimenter, "Adversarial Taboo demo", "taboo", config)
-        import_items(session, study, words)
-        publish(session, study, ["local", "sim"])
-        study_id = study.id
-    echo(f"study {study_id} (taboo): {len(words)} target words")
-    view = SimulatedPlayer(url, api_key, "sim-taboo-person", seed=seed).play(study_id)
-    echo(
-        f"taboo: a simulated person defended against the retrieval attacker: "
-        f"{view['result']} after {view['turns']} turns ({view['end_reason']}; "
-        f"the word was {view['target']!r})"
-    )
-    assert settings.redis_url is not None
-    connection = redis.Redis.from_url(settings.redis_url)
-    try:
-        enqueue_tournament(
-            connection, study_id=study_id, name=TABOO_TOURNAMENT, attackers=["retrieval"],
-            defenders=["threshold", "naive"], games_per_pair=1, seed=seed,
-        )  # fmt: skip
-    finally:
-        connection.close()
-    echo("taboo: an agent-vs-agent tournament is queued (retrieval vs threshold and naive)")
-    return study_id
-
-
-def taboo_lines(settings: Settings, study_id: int) -> list[str]:
-    """Outcome rates of the taboo demo study, by pairing, with the paper's reference."""
-    from crowd import taboo_records
-
-    db = Database(settings.database_url)
-    try:
-        with db.session() as session:
-            data = taboo_records.summary(session, get_study(session, study_id))
-    finally:
-        db.dispose()
-    full = data["full"]
-    lines = [f"\n== study {study_id}: Adversarial Taboo demo (taboo)"]
-    for pairing, numbers in full["by_pairing"].items():
-        if numbers["n_games"]:
-            lines.append(f"{pairing}: {_taboo_rates(numbers)}")
-    for matchup, numbers in full["by_matchup"].items():
-        lines.append(f"  {matchup}: {_taboo_rates(numbers)}")
-    for condition in full["reference"]["conditions"]:
-        rates = condition["rates"]
-        lines.append(
-            f"  paper, agent attacker vs {condition['condition']}: attacker / defender / tie "
-            f"{_pct(rates['attacker'])} / {_pct(rates['defender'])} / {_pct(rates['tie'])}, "
-            f"mean turns {condition['mean_turns']}"
-        )
-    rho = (full.get("concreteness") or {}).get("attacker_win_rate") or {}
-    if rho.get("rho") is not None:
-        lines.append(
-            f"word concreteness vs attacker wins: Spearman rho {_num(rho['rho'])} "
-            f"(p {_num(rho.get('p'), '.3f')}, {full['concreteness']['n_words']} words)"
-        )
-    out = settings.reports_dir / f"study-{study_id}"
-    lines.append(f"report: {out / 'report.html'}")
-    return lines
-
-
-def _taboo_rates(numbers: dict[str, Any]) -> str:
-    rates = numbers["rates"]
-    return (
-        f"{numbers['n_games']} games, attacker / defender / tie {_pct(rates['attacker'])} / "
-        f"{_pct(rates['defender'])} / {_pct(rates['tie'])}, mean turns "
-        f"{_num(numbers['turns']['mean'])}"
-    )
-
-
 def run_demo(
     workers: int = 40, seed: int = 7, echo: Callable[[str], Any] = print
 ) -> dict[str, dict[str, Any]]:
@@ -387,7 +303,7 @@ def run_demo(
         for study in studies:
             created = create_study(session, experimenter, study.name, study.hit_type, study.config)
             import_items(session, created, study.records)
-            publish(session, created, ["local", "sim"])
+            open_study(session, created, ["local", "sim"])
             ids[study.hit_type] = created.id
             kinds = [r.get("kind", "real") for r in study.records]
             echo(
@@ -411,6 +327,7 @@ def run_demo(
                     f"by {len(summary.workers)} raters from {name}"
                 )
 
+    live_demos = [(name, live.demo) for name, live in live_modules() if hasattr(live, "demo")]
     settings, embedded = ensure_redis(settings)
     try:
         with BackgroundServer(settings) as server:
@@ -431,7 +348,12 @@ def run_demo(
                 if result.errors:
                     echo(f"  {len(result.errors)} workers stopped early: {result.errors[:3]}")
                 echo(f"  {sum(result.items_done.values())} assignments done")
-            taboo_id = start_taboo_demo(settings, db, api_key, server.url, seed, echo)
+            # HIT types played live bring their own demo (a live package's `demo`).
+            live_ids = {
+                name: demo.start(settings, db, api_key, server.url, seed, echo,
+                                 load_samples(name))
+                for name, demo in live_demos
+            }  # fmt: skip
         echo("running the queue ...")
         jobs = run_worker(settings, burst=True)
         echo(f"the queue ran {jobs} jobs")
@@ -455,8 +377,9 @@ def run_demo(
         if study.hit_type == "comparison":
             for line in reward_lines(settings, study_id):
                 echo(line)
-    for line in taboo_lines(settings, taboo_id):
-        echo(line)
+    for name, demo in live_demos:
+        for line in demo.lines(settings, live_ids[name]):
+            echo(line)
     echo(
         f"\nplay yourself: CROWD_DATA_DIR={data_dir} crowd serve, then open "
         "http://127.0.0.1:5000/play"

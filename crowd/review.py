@@ -1,7 +1,7 @@
 """Reviewers' actions on workers: approve, reject, soft-reject, block, bonus, notes, bulk.
 
 Every action is audited with who, when and why. Actions that reach a crowd platform
-(approve, reject, bonus, block) are queued with the decision (crowd/platforms.py) and made
+(approve, reject, bonus, block) are queued with the decision (crowd.platforms.actions) and made
 by a job after the commit, so they get to MTurk or Prolific where the worker came from
 there, and a decision that rolls back never reaches the platform.
 """
@@ -18,9 +18,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from crowd import platforms
 from crowd.exceptions import NotFound, PermissionDenied, ValidationError
-from crowd.quality import audit, blocked_in_study, standing
+from crowd.platforms.actions import request_action
+from crowd.quality.standing import audit, blocked_in_study, standing
 from crowd.storage import (
     Assignment,
     AssignmentState,
@@ -38,6 +38,7 @@ from crowd.storage import (
     Worker,
     WorkerBlock,
 )
+from crowd.storage.outbox import WORKER_BLOCKED
 
 ACTIONS = (
     "approve", "reject", "soft_reject", "block", "unblock", "bonus", "note", "notify", "qualify",
@@ -52,8 +53,6 @@ ALLOWED: dict[Role, frozenset[str]] = {
 MAX_BONUS = Decimal("100.00")
 QUALIFICATION_ID = re.compile(r"^[A-Z0-9]{1,64}$")
 MAX_TEXT = 2000
-# Outbox topic: the queue job tells the study's webhooks (crowd.webhooks.after_block).
-WORKER_BLOCKED = "worker.blocked"
 
 
 @dataclass(frozen=True)
@@ -149,7 +148,7 @@ def _settle(session: Session, study: Study, worker: Worker, pay: bool, feedback:
     for assignment in _assignments(session, study, worker.id, AssignmentState.SUBMITTED):
         assignment.transition(AssignmentState.APPROVED if pay else AssignmentState.REJECTED)
         done += 1
-    platforms.request_action(
+    request_action(
         session, study, worker, "approve" if pay else "reject", {"feedback": feedback}
     )
     return done
@@ -211,7 +210,7 @@ def _block(
     reason = _text(params.get("reason"), "reason", required=True)
     if _block_row(session, study, worker) is not None:
         return Outcome("block", worker.id, "the worker was already blocked", changed=False)
-    platforms.request_action(session, study, worker, "block", {"reason": reason})
+    request_action(session, study, worker, "block", {"reason": reason})
     session.add(WorkerBlock(experimenter_id=study.experimenter_id, worker_id=worker.id,
                             reason=reason, actor=reviewer.actor))  # fmt: skip
     audit(session, reviewer.actor, "block", reason, study_id=study.id, worker_id=worker.id)
@@ -228,7 +227,7 @@ def _unblock(
     block = _block_row(session, study, worker)
     if block is None:
         return Outcome("unblock", worker.id, "the worker was not blocked", changed=False)
-    platforms.request_action(session, study, worker, "unblock", {"reason": reason})
+    request_action(session, study, worker, "unblock", {"reason": reason})
     session.delete(block)
     audit(session, reviewer.actor, "unblock", reason, study_id=study.id, worker_id=worker.id)
     return Outcome("unblock", worker.id, "unblocked")
@@ -283,7 +282,7 @@ def _bonus(
               token=token, actor=reviewer.actor)
     )  # fmt: skip
     session.flush()
-    platforms.request_action(
+    request_action(
         session, study, worker, "bonus", {"amount": str(amount), "reason": reason, "token": token}
     )
     audit(session, reviewer.actor, "bonus", reason, study_id=study.id, worker_id=worker.id,
@@ -308,7 +307,7 @@ def _notify(
     message = _text(params.get("reason") or params.get("message"), "message", required=True)
     subject = params.get("subject") or f"About your work in {study.name}"
     subject = _text(subject, "subject", required=True)[:200]
-    queued = platforms.request_action(
+    queued = request_action(
         session, study, worker, "notify", {"subject": subject, "message": message}
     )
     audit(session, reviewer.actor, "notify", message, study_id=study.id, worker_id=worker.id,
@@ -330,7 +329,7 @@ def _qualify(
         value = int(params.get("value", 1))
     except (TypeError, ValueError):
         raise ValidationError("must be a whole number", "value") from None
-    queued = platforms.request_action(
+    queued = request_action(
         session, study, worker, "grant_qualification",
         {"qualification_id": qualification, "value": value},
     )  # fmt: skip

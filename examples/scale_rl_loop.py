@@ -60,7 +60,7 @@ class Sample:
         return max(range(len(self.utility)), key=self.utility.__getitem__)
 
     def record(self) -> dict[str, Any]:
-        """The item as a simulated worker's truth (crowd.providers.sim) reads it."""
+        """The item as a simulated worker's truth (crowd.platforms.providers.sim) reads it."""
         return {"id": self.id, "query": self.query, "candidates": self.candidates,
                 "meta": {"utility": self.utility}}  # fmt: skip
 
@@ -219,7 +219,7 @@ def send_round(
 def simulate(base_url: str, api_key: str, study_id: int, samples: list[Sample],
              seed: int = 0) -> Any:  # fmt: skip
     """Simulated workers (mostly careful, one noisy) answer every task over HTTP."""
-    from crowd.providers.sim import SimulatedCrowd
+    from crowd.platforms.providers.sim import SimulatedCrowd
 
     crowd = SimulatedCrowd(base_url, api_key, study_id, "comparison",
                            [sample.record() for sample in samples], {"skilled": 3, "noisy": 1},

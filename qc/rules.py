@@ -12,10 +12,7 @@ import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from qc.config import GoldPolicy
+from typing import Any, Protocol
 
 
 class Action(StrEnum):
@@ -146,7 +143,17 @@ class Rule:
         }
 
 
-def default_rules(gold: GoldPolicy | None = None) -> tuple[Rule, ...]:
+class GoldSettings(Protocol):
+    """What the gold rule reads of a gold policy (qc.config.GoldPolicy, which imports us)."""
+
+    @property
+    def credibility(self) -> float: ...
+
+    @property
+    def min_gold(self) -> int: ...
+
+
+def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
     """The standard rules; the gold rule takes its credibility and min_gold from `gold`.
 
     `DEFAULT_RULES` is this with the default gold policy (credibility 0.95, min_gold 3);

@@ -119,8 +119,12 @@ class HitType(ABC):
     export_formats: ClassVar[tuple[str, ...]] = ("jsonl", "csv")
     default_annotations_per_item: ClassVar[int] = 3
     # Types played as games between players (taboo): reports and exports read one record
-    # per game (crowd.taboo_records), agents' games included, instead of one per response.
+    # per game (the live package's `records`), agents' games included, not one per response.
     played_as_games: ClassVar[bool] = False
+    # The module path of the type's live package: the platform side of a type played live
+    # (its blueprint, CLI group, jobs, sweeps and game records; see crowd.plugins). A string,
+    # so that the pure code here never imports it; None for types served step by step.
+    live: ClassVar[str | None] = None
 
     # -- configuration and items ------------------------------------------------------------
     def validate_config(self, config: Mapping[str, Any] | None) -> StudyOptions:
@@ -298,7 +302,7 @@ class HitType(ABC):
 
     @abstractmethod
     def simulator(self) -> Simulator:
-        """How simulated workers of this type answer (see crowd.providers.sim)."""
+        """How simulated workers of this type answer (see crowd.platforms.providers.sim)."""
 
     # -- analysis and export -----------------------------------------------------------------
     @abstractmethod

@@ -20,10 +20,11 @@ from sqlalchemy import text
 from crowd.accounts import authenticate, create_api_key
 from crowd.app import create_app
 from crowd.demo import BackgroundServer, sample_records
+from crowd.platforms.publishing import open_study
 from crowd.queue.embedded import EmbeddedRedis
 from crowd.settings import Settings
 from crowd.storage import Database, Study
-from crowd.studies import create_study, import_items, publish
+from crowd.studies.lifecycle import create_study, import_items
 
 SECRET = "test-secret-key-that-is-long-enough-to-sign-tokens"
 
@@ -154,7 +155,7 @@ def make_study(db: Database, api_key: str) -> Callable[..., int]:
                 else {"annotations_per_item": 2, "attention_rate": 0.0},
             )
             import_items(session, study, json.loads(json.dumps(records)))
-            publish(session, study, providers)
+            open_study(session, study, providers)
             return study.id
 
     return factory

@@ -12,13 +12,13 @@ from urllib.parse import parse_qs
 import pytest
 
 from crowd.exceptions import InvalidItem, RegistryError, ValidationError
-from crowd.providers import PROVIDERS, Provider, StudyRef
-from crowd.providers.base import ActionTarget, Binding
+from crowd.platforms.providers import PROVIDERS, Provider, StudyRef
+from crowd.platforms.providers.base import ActionTarget, Binding
 from crowd.registry import Registry
 from crowd.settings import Settings
 from tasks import HIT_TYPES, HitType, load_builtin
-from tests.providers.mturk_server import MTurkServer
-from tests.providers.prolific_server import ProlificServer
+from tests.crowd.platforms.providers.mturk_server import MTurkServer
+from tests.crowd.platforms.providers.prolific_server import ProlificServer
 
 load_builtin()
 SAMPLES = Path(__file__).resolve().parents[1] / "tasks"

@@ -102,7 +102,7 @@ def llm_eval(
     crowd llm-eval 3 --model ./lm --temperature 0.3 --temperature 0.7 --temperature 1.0
     crowd llm-eval 3 --model ./lm --persona "You are an English teacher." --explain --queue
     """
-    from crowd.llm_eval import likert_study, split_options
+    from crowd.ml.llm_eval import likert_study, split_options
 
     if queued and sanity_check:
         raise click.UsageError("--sanity-check runs here, before rating: drop it with --queue")
@@ -134,7 +134,7 @@ def llm_eval(
         return
     from dataclasses import replace
 
-    from crowd.llm_eval import model_path, run_llm_sweep
+    from crowd.ml.llm_eval import model_path, run_llm_sweep
 
     if sanity_check:
         _sanity_check(replace(config, model=model_path(settings, config.model)))
@@ -177,9 +177,9 @@ def _sanity_check(config: LLMEvalConfig) -> None:
 def _enqueue(settings: Any, study_id: int, options: dict[str, Any]) -> None:
     import redis
 
-    from crowd.app import redis_connection
     from crowd.exceptions import ConfigurationError
-    from crowd.llm_eval import LLM_EVAL_QUEUE, enqueue_llm_eval
+    from crowd.ml.llm_eval import LLM_EVAL_QUEUE, enqueue_llm_eval
+    from crowd.queue import redis_connection
     from crowd.queue.runner import embedded_dir
 
     url = settings.redis_url

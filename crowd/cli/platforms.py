@@ -19,7 +19,7 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
     @group.command("options")
     def options() -> None:
         """List the publish options (`crowd study publish --option KEY=VALUE`)."""
-        from crowd.providers import PROVIDERS
+        from crowd.platforms.providers import PROVIDERS
 
         provider = PROVIDERS.get(name)
         described = __import__(type(provider).__module__, fromlist=["x"]).OPTION_HELP
@@ -32,7 +32,7 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
     @handle_errors
     def balance(sandbox: bool) -> None:
         """Print the account's available balance."""
-        from crowd.providers import PROVIDERS
+        from crowd.platforms.providers import PROVIDERS
 
         settings, _db = open_database()
         click.echo(json.dumps(PROVIDERS.get(name).balance(settings, {"sandbox": sandbox})))
@@ -43,11 +43,11 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
     def sync(study_id: int) -> None:
         """Sync the study's sessions with the platform now (crowd worker does it every few
         minutes): submitted, returned and abandoned work, answers to recover."""
-        from crowd import platforms
+        from crowd.platforms.sync import sync_study
         from crowd.security import WorkerSigner
 
         settings, db = open_database()
-        report = platforms.sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
+        report = sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
         click.echo(json.dumps(report.to_json(), indent=2))
 
     @group.command("expire")
@@ -56,12 +56,12 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
     @handle_errors
     def expire(study_id: int, task_id: str | None) -> None:
         """Close the study's tasks to new workers (work in progress goes on)."""
-        from crowd import platforms
-        from crowd.studies import get_study
+        from crowd.platforms import publishing
+        from crowd.studies.lifecycle import get_study
 
         settings, db = open_database()
         with db.session() as session:
-            done = platforms.expire(session, settings, get_study(session, study_id), name, task_id)
+            done = publishing.expire(session, settings, get_study(session, study_id), name, task_id)
         click.echo(f"expired {done} {task_word}(s)")
 
     @group.command("extend")
@@ -72,13 +72,13 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
     @handle_errors
     def extend(study_id: int, hours: float, places: int, task_id: str | None) -> None:
         """Keep the study's tasks open longer and/or add places."""
-        from crowd import platforms
-        from crowd.studies import get_study
+        from crowd.platforms import publishing
+        from crowd.studies.lifecycle import get_study
 
         settings, db = open_database()
         with db.session() as session:
             study = get_study(session, study_id)
-            done = platforms.extend(
+            done = publishing.extend(
                 session, settings, study, name, task_id, int(hours * 3600), places
             )
         click.echo(f"extended {done} {task_word}(s)")
@@ -89,15 +89,16 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
     @handle_errors
     def actions(study_id: int, retry: bool) -> None:
         """The platform calls made or pending for the study (approve, bonus, block, ...)."""
-        from crowd import platforms
-        from crowd.studies import get_study
+        from crowd.platforms.actions import retry_failed
+        from crowd.platforms.overview import actions as platform_actions
+        from crowd.studies.lifecycle import get_study
 
         _settings, db = open_database()
         with db.session() as session:
             study = get_study(session, study_id)
             if retry:
-                click.echo(f"queued {platforms.retry_failed(session, study)} failed call(s) again")
-            rows = platforms.actions(session, study)
+                click.echo(f"queued {retry_failed(session, study)} failed call(s) again")
+            rows = platform_actions(session, study)
         for row in rows:
             if row["provider"] == name:
                 click.echo(

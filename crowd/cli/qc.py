@@ -21,8 +21,8 @@ def qc() -> None:
 @handle_errors
 def refresh(study_id: int) -> None:
     """Recompute every worker's evidence and let the study's rules act (audited)."""
-    from crowd import quality
-    from crowd.studies import get_study
+    from crowd.quality import standing as quality
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:
@@ -43,8 +43,9 @@ def refresh(study_id: int) -> None:
 @handle_errors
 def aggregate(study_id: int, methods: tuple[str, ...], full: bool) -> None:
     """Aggregate repeated labels and store labels and worker skills per method."""
-    from crowd import labels, quality
-    from crowd.studies import get_study
+    from crowd.quality import labels
+    from crowd.quality import standing as quality
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:
@@ -66,8 +67,8 @@ def aggregate(study_id: int, methods: tuple[str, ...], full: bool) -> None:
 @handle_errors
 def promote_gold(study_id: int, min_agreeing: int, min_share: float, dry_run: bool) -> None:
     """Turn real items into gold where trusted workers agree (their answer becomes gold)."""
-    from crowd import labels
-    from crowd.studies import get_study
+    from crowd.quality import labels
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:

@@ -40,8 +40,9 @@ def review() -> None:
 @handle_errors
 def workers(study_id: int, sort: str, as_json: bool) -> None:
     """List the study's workers with their QC evidence, rules firing and standing."""
-    from crowd import quality, review
-    from crowd.studies import get_study
+    from crowd import review
+    from crowd.quality import standing as quality
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:
@@ -72,7 +73,7 @@ def workers(study_id: int, sort: str, as_json: bool) -> None:
 def show(study_id: int, worker_id: int) -> None:
     """One worker's evidence, answers in order and audit trail, as JSON."""
     from crowd import review
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:
@@ -83,7 +84,7 @@ def show(study_id: int, worker_id: int) -> None:
 def _act(study_id: int, worker_ids: tuple[int, ...], action: str, actor: str | None,
          **params: Any) -> None:  # fmt: skip
     from crowd import review
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:
@@ -189,8 +190,9 @@ def qualify(study_id: int, worker_ids: tuple[int, ...], qualification: str, valu
 @handle_errors
 def bulk(study_id: int, rule: str, action: str, reason: str, actor: str | None) -> None:
     """Apply one action to every worker a rule fires on (e.g. soft-reject all too_fast)."""
-    from crowd import quality, review
-    from crowd.studies import get_study
+    from crowd import review
+    from crowd.quality import standing as quality
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:
@@ -210,7 +212,7 @@ def bulk(study_id: int, rule: str, action: str, reason: str, actor: str | None) 
 def audit(study_id: int, worker_id: int | None, limit: int) -> None:
     """The study's audit log: every automatic and manual QC action, newest first."""
     from crowd import review
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:

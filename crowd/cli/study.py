@@ -41,7 +41,7 @@ def _config(value: str | None) -> dict[str, object]:
 def create(name: str, hit_type: str, config: str | None, experimenter: str) -> None:
     """Create a study and print its id."""
     from crowd.accounts import get_or_create_experimenter
-    from crowd.studies import create_study
+    from crowd.studies.lifecycle import create_study
 
     _settings, db = open_database()
     with db.session() as session:
@@ -56,7 +56,7 @@ def create(name: str, hit_type: str, config: str | None, experimenter: str) -> N
 @handle_errors
 def import_(study_id: int, path: str) -> None:
     """Import items from a JSON-lines file (all or none)."""
-    from crowd.studies import get_study, import_items, parse_jsonl
+    from crowd.studies.lifecycle import get_study, import_items, parse_jsonl
 
     _settings, db = open_database()
     handle = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
@@ -119,8 +119,8 @@ def import_annotations(
     created_at, explanation, reasons); the other columns are the answer, e.g. guess
     (boundary), one column per attribute or attribute + rating (Likert), best (comparison).
     """
-    from crowd.annotations import import_file
-    from crowd.studies import get_study
+    from crowd.studies.annotations import import_file
+    from crowd.studies.lifecycle import get_study
 
     _settings, db = open_database()
     handle = sys.stdin if path == "-" else open(path, encoding="utf-8", newline="")  # noqa: SIM115
@@ -196,15 +196,15 @@ def publish(
 
     MTurk checks the account's balance against rewards plus MTurk's fee first.
     """  # fmt: skip
-    from crowd import platforms
-    from crowd.providers import PROVIDERS
-    from crowd.studies import get_study
+    from crowd.platforms.providers import PROVIDERS
+    from crowd.platforms.publishing import publish
+    from crowd.studies.lifecycle import get_study
 
     options = platform_options(providers, reward, sandbox, raw_options, options_file)
     settings, db = open_database()
     with db.session() as session:
         found = get_study(session, study_id)
-        links = platforms.publish(session, settings, found, providers, options)
+        links = publish(session, settings, found, providers, options)
     for name, urls in links.items():
         for label, url in urls.items():
             click.echo(f"{name} {label}: {url}")
@@ -220,7 +220,7 @@ def platform_options(
     options_file: Any,
 ) -> dict[str, dict[str, Any]]:
     """Options per platform provider from the command line's flags and file."""
-    from crowd.providers import PROVIDERS
+    from crowd.platforms.providers import PROVIDERS
 
     remote = [name for name in providers if PROVIDERS.get(name).remote]
     options: dict[str, dict[str, Any]] = {}
@@ -255,7 +255,7 @@ def platform_options(
 @handle_errors
 def status(study_id: int) -> None:
     """Print a study's progress as JSON."""
-    from crowd.studies import get_study, progress
+    from crowd.studies.lifecycle import get_study, progress
 
     _settings, db = open_database()
     with db.session() as session:
@@ -272,8 +272,8 @@ def status(study_id: int) -> None:
 @handle_errors
 def export(study_id: int, fmt: str, filtered: bool, output: str) -> None:
     """Export a study's responses."""
-    from crowd.reports import export as export_rows
-    from crowd.studies import get_study
+    from crowd.studies.lifecycle import get_study
+    from crowd.studies.reports import export as export_rows
 
     _settings, db = open_database()
     handle = sys.stdout if output == "-" else open(output, "w", encoding="utf-8", newline="")  # noqa: SIM115
@@ -288,7 +288,7 @@ def export(study_id: int, fmt: str, filtered: bool, output: str) -> None:
 @handle_errors
 def report(study_id: int) -> None:
     """Compute the study's report now and print where its HTML and JSON are."""
-    from crowd.reports import build_report
+    from crowd.studies.reports import build_report
 
     settings, db = open_database()
     with db.session() as session:

@@ -57,9 +57,9 @@ def reward(study_id: int, labels: str | None, extra: tuple[str, ...], detach: bo
     here when no worker listens on that queue. The model is saved under
     CROWD_DATA_DIR/models/study-STUDY/run-N with a model card.
     """
+    from crowd.ml.reward import enqueue_run, request_run
     from crowd.queue.runner import ensure_redis
-    from crowd.studies import get_study
-    from crowd.training import enqueue_run, request_run
+    from crowd.studies.lifecycle import get_study
 
     overrides = {key: value for key, value in options.items() if value is not None}
     for pair in extra:
@@ -78,7 +78,7 @@ def reward(study_id: int, labels: str | None, extra: tuple[str, ...], detach: bo
         )
     settings, embedded = ensure_redis(settings)
     try:
-        from crowd.app import redis_connection
+        from crowd.queue import redis_connection
 
         connection = redis_connection(settings.redis_url or "")
         with db.session() as session:
@@ -98,14 +98,13 @@ def reward(study_id: int, labels: str | None, extra: tuple[str, ...], detach: bo
 
 def _follow(settings: Any, connection: Any, job_id: str) -> None:
     """Draw the job's progress; run the models queue here if no worker listens to it."""
-    from rq import Queue, SimpleWorker, Worker
-    from rq.job import Job
+    from rq import SimpleWorker, Worker
 
-    from crowd.queue import MODELS
+    from crowd.queue import MODELS, SERIALIZER, fetch_job, job_queue
     from crowd.queue.jobs import configure
 
-    queue = Queue(MODELS, connection=connection)
-    job = Job.fetch(job_id, connection=connection)
+    queue = job_queue(MODELS, connection)
+    job = fetch_job(job_id, connection)
     done = threading.Event()
 
     def draw() -> None:
@@ -133,7 +132,8 @@ def _follow(settings: Any, connection: Any, job_id: str) -> None:
     try:
         if not Worker.all(queue=queue):
             configure(settings)
-            SimpleWorker([queue], connection=connection).work(burst=True, logging_level="WARNING")
+            worker = SimpleWorker([queue], connection=connection, serializer=SERIALIZER)
+            worker.work(burst=True, logging_level="WARNING")
         drawer.join()
     finally:
         done.set()
@@ -167,9 +167,9 @@ def _print_run(db: Any, run_id: int) -> None:
 @handle_errors
 def runs(study_id: int, as_json: bool) -> None:
     """List STUDY's reward-model runs, newest first, with their progress and accuracy."""
-    from crowd.app import redis_connection
-    from crowd.studies import get_study
-    from crowd.training import job_progress, run_json, runs_of
+    from crowd.ml.reward import job_progress, run_json, runs_of
+    from crowd.queue import redis_connection
+    from crowd.studies.lifecycle import get_study
 
     settings, db = open_database()
     connection = redis_connection(settings.redis_url) if settings.redis_url else None

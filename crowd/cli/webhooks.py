@@ -23,8 +23,8 @@ def webhooks() -> None:
 @handle_errors
 def add(study_id: int, url: str, events: tuple[str, ...]) -> None:
     """Subscribe URL to the study's events; prints the signing secret (shown only once)."""
-    from crowd import webhooks as hooks
-    from crowd.studies import get_study
+    from crowd.delivery import webhooks as hooks
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:
@@ -42,8 +42,8 @@ def add(study_id: int, url: str, events: tuple[str, ...]) -> None:
 @handle_errors
 def list_(study_id: int, as_json: bool) -> None:
     """The study's active webhooks."""
-    from crowd import webhooks as hooks
-    from crowd.studies import get_study
+    from crowd.delivery import webhooks as hooks
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:
@@ -67,8 +67,8 @@ def list_(study_id: int, as_json: bool) -> None:
 @handle_errors
 def remove(study_id: int, webhook_id: int) -> None:
     """Stop sending to a webhook; its deliveries waiting for a retry are dropped."""
-    from crowd import webhooks as hooks
-    from crowd.studies import get_study
+    from crowd.delivery import webhooks as hooks
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:
@@ -84,9 +84,9 @@ def remove(study_id: int, webhook_id: int) -> None:
 @handle_errors
 def deliveries(study_id: int, webhook_id: int, limit: int, as_json: bool) -> None:
     """A webhook's recent deliveries: status, attempts, last answer or error."""
-    from crowd import webhooks as hooks
-    from crowd.delivery import delivery_json
-    from crowd.studies import get_study
+    from crowd.delivery import webhooks as hooks
+    from crowd.delivery.signed import delivery_json
+    from crowd.studies.lifecycle import get_study
 
     _, db = open_database()
     with db.session() as session:

@@ -1,6 +1,17 @@
-"""The job queue: RQ on Redis, fed from the database's outbox."""
+"""The job queue: RQ on Redis, fed from the database's outbox.
+
+Every queue, worker and job fetch goes through `job_queue`, `SERIALIZER` and `fetch_job`:
+jobs, their meta and their results are stored as JSON, never pickled. Jobs take plain values
+(ids, text, lists and dicts of them), what one release stored the next can read, and
+reading Redis never runs code.
+"""
 
 from __future__ import annotations
+
+import redis
+from rq import Queue
+from rq.job import Job
+from rq.serializers import JSONSerializer
 
 # Queue names; each job says which one it runs on where it is defined.
 EVENTS = "crowd-events"
@@ -11,3 +22,22 @@ DELIVERIES = "crowd-deliveries"
 # their own (`crowd worker --queue crowd-models`) and never hold up answers' events.
 MODELS = "crowd-models"
 ALL_QUEUES = (EVENTS, REPORTS, DELIVERIES, MODELS)
+
+
+def redis_connection(url: str) -> redis.Redis:
+    """A connection to the Redis at `url`, for the queues and the after-commit enqueue."""
+    # Short timeouts: a request must not hang on a dead Redis; the outbox catches up later.
+    return redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5)
+
+
+SERIALIZER = JSONSerializer
+
+
+def job_queue(name: str, connection: redis.Redis) -> Queue:
+    """The queue `name` (one of ALL_QUEUES) on `connection`, with the JSON serializer."""
+    return Queue(name, connection=connection, serializer=SERIALIZER)
+
+
+def fetch_job(job_id: str, connection: redis.Redis) -> Job:
+    """A stored job, read with the JSON serializer (raises rq's NoSuchJobError)."""
+    return Job.fetch(job_id, connection=connection, serializer=SERIALIZER)

@@ -8,13 +8,14 @@ from datetime import timedelta
 from typing import Any
 
 import redis
-from rq import Queue, Retry
+from rq import Retry
 from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
+from rq.job import JobStatus
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
-from crowd.queue import EVENTS
+from crowd.queue import EVENTS, fetch_job, job_queue
+from crowd.queue.hooks import SweepContext, every_sweep, install_commit_hooks
 from crowd.storage import Database, OutboxEvent, utcnow
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ def enqueue_events(connection: redis.Redis, event_ids: Iterable[int]) -> int:
     """Enqueue one job per event; returns how many reached Redis (0 when it is down)."""
     from crowd.queue.jobs import process_event
 
-    queue = Queue(EVENTS, connection=connection)
+    queue = job_queue(EVENTS, connection)
     done = 0
     for event_id in event_ids:
         try:
@@ -61,7 +62,7 @@ def enqueue_events(connection: redis.Redis, event_ids: Iterable[int]) -> int:
 
 def _job_status(connection: redis.Redis, event_id: int) -> JobStatus | None:
     try:
-        return Job.fetch(job_id(event_id), connection=connection).get_status(refresh=False)
+        return fetch_job(job_id(event_id), connection).get_status(refresh=False)
     except NoSuchJobError:
         return None
 
@@ -94,6 +95,13 @@ def sweep(db: Database, connection: redis.Redis, grace_seconds: float | None = N
     return done
 
 
+@every_sweep("outbox", order=0, burst=True)
+def sweep_outbox(sweep_context: SweepContext) -> None:
+    """Each sweep round; between burst rounds without the grace (nothing else enqueues)."""
+    grace = 0 if sweep_context.burst else None
+    sweep(sweep_context.db, sweep_context.connection, grace_seconds=grace)
+
+
 def install_after_commit_enqueue(db: Database, connection: redis.Redis) -> None:
     """Enqueue the outbox events of every committed session of `db` right after the commit."""
 
@@ -113,7 +121,6 @@ def install_after_commit_enqueue(db: Database, connection: redis.Redis) -> None:
     event.listen(db.sessions, "after_flush", collect)
     event.listen(db.sessions, "after_commit", after_commit)
     event.listen(db.sessions, "after_soft_rollback", lambda s, _t: after_rollback(s))
-    # Deliveries (webhooks, callbacks) are their own outbox rows: first attempt after commit.
-    from crowd.delivery import install_after_commit_delivery
-
-    install_after_commit_delivery(db, connection)
+    # And the features' own hooks: e.g. deliveries (webhooks, callbacks) are outbox rows of
+    # their own, with a first attempt right after the commit.
+    install_commit_hooks(db, connection)

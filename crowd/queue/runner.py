@@ -1,4 +1,8 @@
-"""Running RQ workers, with the outbox sweep beside them, and finding a Redis to use."""
+"""Running RQ workers, with the sweeps beside them, and finding a Redis to use.
+
+The sweeps are registered by the features (crowd.queue.hooks.every_sweep); the outbox's
+own is in crowd.queue.outbox.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +10,18 @@ import logging
 import threading
 import time
 from dataclasses import replace
-from datetime import timedelta
 
 import redis
 from rq import Queue, SimpleWorker
 from sqlalchemy import func, select
 
-from crowd.app import redis_connection
-from crowd.delivery import install_after_commit_delivery, sweep_deliveries
-from crowd.queue import ALL_QUEUES
+from crowd.queue import ALL_QUEUES, SERIALIZER, job_queue, redis_connection
 from crowd.queue.embedded import EmbeddedRedis
-from crowd.queue.jobs import configure, request_platform_syncs
-from crowd.queue.outbox import sweep
+from crowd.queue.hooks import SweepContext, install_commit_hooks, sweeps
+from crowd.queue.jobs import configure
+from crowd.queue.outbox import sweep_outbox  # noqa: F401 - registers the outbox sweep
 from crowd.settings import Settings
 from crowd.storage import Database, OutboxEvent
-from crowd.taboo import sweep_games
-from crowd.work import abandon_stale
 
 log = logging.getLogger(__name__)
 
@@ -73,34 +73,37 @@ def run_worker(
         raise ValueError("run_worker needs settings with a redis_url (see ensure_redis)")
     ctx = configure(settings)
     connection = redis_connection(settings.redis_url)
-    # Deliveries scheduled by jobs (webhooks) get their first attempt right after the job.
-    install_after_commit_delivery(ctx.db, connection)
-    listened = [Queue(name, connection=connection) for name in (queues or ALL_QUEUES)]
-    worker = SimpleWorker(listened, connection=connection)
+    # What jobs commit gets its hooks too: deliveries scheduled by jobs (webhooks) get their
+    # first attempt right after the job.
+    install_commit_hooks(ctx.db, connection)
+    listened = [job_queue(name, connection) for name in (queues or ALL_QUEUES)]
+    worker = SimpleWorker(listened, connection=connection, serializer=SERIALIZER)
     if burst:
+        between_rounds = SweepContext(settings, ctx.db, connection, burst=True)
         before = _jobs_done(listened)
         for _ in range(max_rounds):
-            sweep(ctx.db, connection, grace_seconds=0)
-            sweep_deliveries(ctx.db, connection)
+            for registered in sweeps():
+                if registered.burst:
+                    registered.run(between_rounds)
             worked = worker.work(burst=True, logging_level="WARNING")
             if not worked and pending_events(ctx.db) == 0:
                 break
         return _jobs_done(listened) - before
     stop = threading.Event()
+    sweep_context = SweepContext(settings, ctx.db, connection)
 
     def sweeper() -> None:
-        last_sync = 0.0
+        last_run: dict[str, float] = {}
         while not stop.wait(settings.sweep_interval):
             try:
-                if time.monotonic() - last_sync >= settings.platform_sync_interval:
-                    last_sync = time.monotonic()
-                    request_platform_syncs(connection, ctx.db)
-                sweep(ctx.db, connection)
-                sweep_deliveries(ctx.db, connection)
-                with ctx.db.session() as session:
-                    sweep_games(session)  # before abandon_stale: games end with their answers
-                with ctx.db.session() as session:
-                    abandon_stale(session, timedelta(seconds=settings.assignment_timeout))
+                for registered in sweeps():
+                    if registered.every is not None:
+                        if time.monotonic() - last_run.get(registered.name, 0.0) < (
+                            registered.every(settings)
+                        ):
+                            continue
+                        last_run[registered.name] = time.monotonic()
+                    registered.run(sweep_context)
             except Exception:  # keep sweeping through transient database or Redis errors
                 log.exception("outbox sweep failed")
 

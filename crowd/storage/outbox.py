@@ -14,6 +14,13 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from crowd.storage.base import Base, utcnow
 
+# The platform's own topics, emitted and handled by several features (crowd.queue.hooks).
+# A feature whose events only it handles (platform calls, a live game's moves) names its own.
+RESPONSE_STORED = "response.stored"  # payload: response_id, study_id
+RESPONSE_EXPLAINED = "response.explained"  # payload: response_id, study_id
+RESPONSES_IMPORTED = "responses.imported"  # payload: study_id, worker_ids
+WORKER_BLOCKED = "worker.blocked"  # payload: study_id, worker_id (a reviewer's block)
+
 
 class OutboxEvent(Base):
     __tablename__ = "outbox"

@@ -90,10 +90,14 @@ def init_app(app: Flask) -> None:
 
     app.register_blueprint(external.bp)
     app.register_blueprint(webhooks.bp)
-    from crowd.web import scale, taboo
+    from crowd.plugins import live_modules
+    from crowd.web import scale
 
     app.register_blueprint(scale.bp)
-    app.register_blueprint(taboo.bp)
+    # HIT types played live bring their own blueprint (their live package's `blueprint`).
+    for _hit_type, live in live_modules():
+        if getattr(live, "blueprint", None) is not None:
+            app.register_blueprint(live.blueprint)
 
     @app.get("/static/tasks/<hit_type>/<path:filename>")
     def task_static(hit_type: str, filename: str) -> Response:

@@ -8,12 +8,15 @@ from typing import Any, cast
 from flask import Blueprint, Response, request
 from sqlalchemy import select
 
-from crowd import labels, quality, review, studies
-from crowd.annotations import import_file
-from crowd.app import platform
+from crowd import review
+from crowd.context import platform
 from crowd.exceptions import NotFound, ValidationError
-from crowd.reports import export as export_rows
+from crowd.quality import labels
+from crowd.quality import standing as quality
 from crowd.storage import Experimenter, Report, RewardRun, Role, Study
+from crowd.studies import lifecycle as studies
+from crowd.studies.annotations import import_file
+from crowd.studies.reports import export as export_rows
 from crowd.web.bodies import loads
 from crowd.web.common import current_experimenter
 from crowd.web.contract import EXPERIMENTER, Media, UnsupportedMedia, operation, read_body
@@ -192,7 +195,7 @@ def import_annotations(study_id: int, query: AnnotationsQuery) -> Any:
            responses={200: Published}, auth=EXPERIMENTER, errors=(409, 502),
            tags=PUBLISHING)  # fmt: skip
 def publish(study_id: int, body: Publish) -> Any:
-    from crowd import platforms
+    from crowd.platforms import publishing as platforms
 
     settings = platform().settings
     with platform().db.session() as session:
@@ -205,7 +208,7 @@ def publish(study_id: int, body: Publish) -> Any:
 @operation("The study's publications and platform calls", responses={200: Publications},
            auth=EXPERIMENTER, tags=PUBLISHING)  # fmt: skip
 def publications(study_id: int) -> Any:
-    from crowd import platforms
+    from crowd.platforms import overview as platforms
 
     with platform().db.read_session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
@@ -220,7 +223,7 @@ def publications(study_id: int) -> Any:
            auth=EXPERIMENTER, errors=(502,), tags=PUBLISHING)  # fmt: skip
 def sync(study_id: int) -> Any:
     """Sync the study with its crowd platforms now (crowd worker does it periodically)."""
-    from crowd import platforms
+    from crowd.platforms import sync as platforms
 
     with platform().db.read_session() as session:
         studies.get_study(session, study_id, current_experimenter(session))
@@ -276,8 +279,8 @@ def report_html(study_id: int) -> Any:
            auth=EXPERIMENTER, tags=RESULTS)  # fmt: skip
 def request_report(study_id: int) -> Any:
     """Refresh the report: on the queue when there is one, here and now otherwise."""
-    from crowd.queue.jobs import request_report as enqueue_report
-    from crowd.reports import build_report
+    from crowd.studies.reports import build_report
+    from crowd.studies.reports import request_report as enqueue_report
 
     with platform().db.read_session() as session:
         studies.get_study(session, study_id, current_experimenter(session))
@@ -389,7 +392,7 @@ def aggregate_now(study_id: int, body: Aggregate) -> Any:
            tags=MODELS)  # fmt: skip
 def reward_runs(study_id: int) -> Any:
     """The study's reward-model runs, newest first, with their jobs' progress."""
-    from crowd import training
+    from crowd.ml import reward as training
 
     with platform().db.read_session() as session:
         studies.get_study(session, study_id, current_experimenter(session))
@@ -404,7 +407,7 @@ def reward_runs(study_id: int) -> Any:
            responses={202: RewardRunReply}, auth=EXPERIMENTER, tags=MODELS)  # fmt: skip
 def train_reward_model(study_id: int, body: NewRewardRun) -> Any:
     """Queue a reward-model run ({labels?, settings?: {RewardConfig fields}})."""
-    from crowd import training
+    from crowd.ml import reward as training
 
     connection = platform().redis
     if connection is None:

@@ -8,7 +8,7 @@ from flask import request
 from sqlalchemy.orm import Session
 
 from crowd.accounts import authenticate
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import AuthenticationError, ValidationError
 from crowd.storage import Experimenter
 

@@ -7,11 +7,12 @@ from typing import Any
 from flask import Blueprint, Response, redirect, render_template, request, session, url_for
 from sqlalchemy import select
 
-from crowd import studies, training
 from crowd.accounts import authenticate
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import AuthenticationError, NotFound
+from crowd.ml import reward as training
 from crowd.storage import Experimenter, Report, Study
+from crowd.studies import lifecycle as studies
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 RUNS_SHOWN = 5

@@ -10,13 +10,13 @@ from typing import Any
 from flask import Blueprint, render_template, request
 from sqlalchemy import select
 
-from crowd import platforms
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import NotFound
-from crowd.providers import PROVIDERS
+from crowd.platforms import sessions as platforms
+from crowd.platforms.providers import PROVIDERS
 from crowd.storage import Publication
-from crowd.studies import get_study
-from crowd.work import DEFAULT_ITEMS_PER_SESSION
+from crowd.studies.lifecycle import get_study
+from crowd.work.assignments import DEFAULT_ITEMS_PER_SESSION
 from tasks import get_hit_type
 
 bp = Blueprint("external", __name__)

@@ -6,13 +6,13 @@ from typing import Any
 
 from flask import Blueprint, render_template, request
 
-from crowd import game
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import NotFound
-from crowd.studies import get_study
+from crowd.studies.lifecycle import get_study
 from crowd.web.common import current_worker_id, optional_worker_id
 from crowd.web.contract import ANYONE, WORKER, operation
 from crowd.web.schemas.game import Leaderboard, LeaderboardQuery, Profile
+from crowd.work import game
 from tasks import get_hit_type
 
 bp = Blueprint("game", __name__)

@@ -23,11 +23,12 @@ from flask import (
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from crowd import review, studies
+from crowd import review
 from crowd.accounts import check_login
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import AuthenticationError, CrowdError, NotFound
 from crowd.storage import Experimenter, Role, Study, User
+from crowd.studies import lifecycle as studies
 
 bp = Blueprint("review", __name__, url_prefix="/review")
 

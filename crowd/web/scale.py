@@ -25,11 +25,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from werkzeug.exceptions import HTTPException
 
-from crowd import scale, scale_listing
 from crowd.accounts import authenticate
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import AlreadyExists, AuthenticationError, CrowdError, ValidationError
-from crowd.scale_params import CATEGORIZATION, COMPARISON, TASK_TYPES, request_hash
+from crowd.scale import listing as scale_listing
+from crowd.scale import service as scale
+from crowd.scale.params import CATEGORIZATION, COMPARISON, TASK_TYPES, request_hash
 from crowd.storage import Experimenter, IdempotentReply, ItemKind
 from crowd.web.common import bearer_token
 from crowd.web.contract import EXPERIMENTER, SCALE, FieldProblem, View, operation, read_json

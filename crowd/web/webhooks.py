@@ -6,9 +6,10 @@ from typing import Any
 
 from flask import Blueprint
 
-from crowd import studies, webhooks
-from crowd.app import platform
-from crowd.delivery import delivery_json
+from crowd.context import platform
+from crowd.delivery import webhooks
+from crowd.delivery.signed import delivery_json
+from crowd.studies import lifecycle as studies
 from crowd.web.common import current_experimenter
 from crowd.web.contract import EXPERIMENTER, operation
 from crowd.web.schemas.webhooks import (

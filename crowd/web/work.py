@@ -7,11 +7,11 @@ from typing import Any
 
 from flask import Blueprint, jsonify, make_response
 
-from crowd import platforms, work
-from crowd.app import platform
+from crowd.context import platform
 from crowd.exceptions import NoWorkLeft, PermissionDenied, StudyNotOpen, ValidationError
-from crowd.providers import PROVIDERS
-from crowd.studies import get_study
+from crowd.platforms import sessions as platforms
+from crowd.platforms.providers import PROVIDERS
+from crowd.studies.lifecycle import get_study
 from crowd.web.common import WORKER_COOKIE, current_experimenter, current_worker, current_worker_id
 from crowd.web.contract import ANYONE, EXPERIMENTER, WORKER, operation
 from crowd.web.schemas.work import (
@@ -24,6 +24,7 @@ from crowd.web.schemas.work import (
     StepBody,
     WorkerReply,
 )
+from crowd.work import assignments as work
 
 bp = Blueprint("work", __name__, url_prefix="/api/work")
 TAGS = ("work",)

@@ -1,11 +1,12 @@
 """The Adversarial Taboo HIT type: items are target words; the work is a live game.
 
-A worker's game is played through the game API (crowd.taboo, /api/taboo/...), not through
-the one-worker step API: two players share a game. Each human player still holds an
-assignment on the word's item, and the game's end stores their side of it (role, outcome,
-result, turns) as their response, so quality control, payment and platform hand-over work
-as for every type. Reports and exports read whole games (crowd.taboo_records), agent games
-included.
+A worker's game is played through the game API (the live package, tasks/taboo/live/, at
+/api/taboo/...), not through the one-worker step API: two players share a game. Each human
+player still holds an assignment on the word's item, and the game's end stores their side
+of it (role, outcome, result, turns) as their response, so quality control, payment and
+platform hand-over work as for every type. Reports and exports read whole games (the live
+package's records), agent games included. This module, like the rest of tasks/taboo/
+outside live/, never imports the live package: the platform finds it by `live`.
 
 Items: {"id": ... (default: the word), "word": "banana", "variants": ["plantain"],
 "concreteness": 4.9}. The word is secret (the item's expected answer): only the attacker's
@@ -45,7 +46,7 @@ class TabooSimulator(Simulator):
         self, kind: str, rng: random.Random, task: Mapping[str, Any], truth: Any
     ) -> dict[str, Any]:
         raise InvalidAction(
-            "simulated taboo players play through the game API: see crowd.taboo_sim"
+            "simulated taboo players play through the game API: see tasks/taboo/live/sim.py"
         )
 
 
@@ -59,6 +60,7 @@ class TabooHit(HitType):
     default_annotations_per_item: ClassVar[int] = 1
     aggregation_methods: ClassVar[tuple[str, ...]] = ()
     played_as_games: ClassVar[bool] = True
+    live: ClassVar[str | None] = "tasks.taboo.live"
 
     def validate_extra_config(self, config: dict[str, Any]) -> dict[str, Any]:
         raw = dict(config)
@@ -177,7 +179,7 @@ class TabooHit(HitType):
         return TabooSimulator()
 
     def analysis_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        """A game record passes through (crowd.taboo_records builds them)."""
+        """A game record passes through (the live package's records build them)."""
         return dict(row)
 
     def analyze(

@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 from crowd.accounts import create_api_key, get_or_create_experimenter
 from crowd.cli import main
 from crowd.exceptions import PermissionDenied
+from crowd.platforms.publishing import open_study
 from crowd.review import Reviewer, act
 from crowd.storage import (
     Assignment,
@@ -32,7 +33,7 @@ from crowd.storage import (
     WorkerBlock,
     WorkerStatus,
 )
-from crowd.studies import create_study, import_items, publish
+from crowd.studies.lifecycle import create_study, import_items
 from tests.conftest import join, passage
 
 CONFIG = {"annotations_per_item": 3, "attention_rate": 0.0, "require_explanation": False}
@@ -183,7 +184,7 @@ def test_every_action_changes_the_worker_and_is_audited(
         other = create_study(session, get_or_create_experimenter(session, "someone else"),
                              "theirs", "boundary", CONFIG)  # fmt: skip
         import_items(session, other, [passage("x1", 2)])
-        publish(session, other, ["sim"])
+        open_study(session, other, ["sim"])
         other_id = other.id
     theirs = client.post(f"/api/work/studies/{other_id}/next", json={}, headers=tokens["dave"])
     assert theirs.status_code == 200 and "task" in theirs.get_json()
@@ -304,7 +305,8 @@ def test_workers_without_a_platform_get_no_platform_calls(
     """Simulated and open-web workers have no platform: decisions are ours alone.
 
     The calls that do reach a platform are shown against MTurk in
-    tests/providers/test_mturk_provider.py (approve, reject, bonus, block, retries).
+    tests/crowd/platforms/providers/test_mturk_provider.py (approve, reject, bonus, block,
+    retries).
     """
     study_id, ids, _ = crew
     post_action(client, auth, study_id, ids["alice"], action="approve")

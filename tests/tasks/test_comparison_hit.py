@@ -19,11 +19,12 @@ from sqlalchemy import select
 
 from crowd.accounts import authenticate
 from crowd.exceptions import InvalidAction, InvalidConfig, InvalidItem
-from crowd.providers.sim import SimulatedCrowd
-from crowd.reports import build_report
+from crowd.platforms.providers.sim import SimulatedCrowd
+from crowd.platforms.publishing import open_study
 from crowd.settings import Settings
 from crowd.storage import Assignment, Database, Item, Response, Study, Worker
-from crowd.studies import create_study, import_items, publish
+from crowd.studies.lifecycle import create_study, import_items
+from crowd.studies.reports import build_report
 from tasks.base import ItemSpec, StudyOptions
 from tasks.comparison.hit import THANKS, ComparisonHit, draw_order
 from tasks.comparison.items import TEMPLATES, canonical_index, overlap_count, shown_position
@@ -490,7 +491,7 @@ def make_comparison_study(db: Database, api_key: str) -> Callable[..., int]:
                 session, experimenter, "comparison study", "comparison", config or {}
             )
             import_items(session, study, json.loads(json.dumps(records)))
-            publish(session, study, providers)
+            open_study(session, study, providers)
             return study.id
 
     return factory

@@ -17,12 +17,13 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from crowd.accounts import authenticate
-from crowd.annotations import import_file
 from crowd.exceptions import InvalidAction, InvalidConfig, InvalidItem
-from crowd.reports import analysis_rows, build_report, platform_rows
+from crowd.platforms.publishing import open_study
 from crowd.settings import Settings
 from crowd.storage import Database, Item, Response, Study
-from crowd.studies import create_study, import_items, publish
+from crowd.studies.annotations import import_file
+from crowd.studies.lifecycle import create_study, import_items
+from crowd.studies.reports import analysis_rows, build_report, platform_rows
 from tasks import get_hit_type
 from tasks.likert.hit import LikertHit
 from tasks.likert.simulate import BEHAVIOURS, LikertSimulator, Truth, offline_ratings
@@ -68,7 +69,7 @@ def likert_study(db: Database, api_key: str) -> Callable[..., int]:
                 {"annotations_per_item": 1, **(config or {})},
             )
             import_items(session, study, json.loads(json.dumps(items)))
-            publish(session, study, providers)
+            open_study(session, study, providers)
             return study.id
 
     return factory
@@ -653,7 +654,7 @@ def test_attention_check_flag_gold_score_and_the_report(
 def test_the_simulated_crowd_plays_the_sample_stories(
     live_server: Any, likert_study: Callable[..., int], api_key: str, db: Database
 ) -> None:
-    from crowd.providers.sim import SimulatedCrowd
+    from crowd.platforms.providers.sim import SimulatedCrowd
 
     items = records("stories.jsonl")[:6] + records("attention.jsonl")
     study_id = likert_study(items, {"annotations_per_item": 3, "attention_rate": 0.2})

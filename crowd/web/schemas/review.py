@@ -13,7 +13,7 @@ from crowd.review import MAX_BONUS, MAX_TEXT
 from crowd.web.contract import Body, Reply
 from crowd.web.schemas.studies import Count, Id, Time
 
-# crowd.review.ACTIONS, BULK_ACTIONS and SORT_KEYS, crowd.labels.METHODS (a test keeps each
+# crowd.review.ACTIONS, BULK_ACTIONS and SORT_KEYS, crowd.quality.labels.METHODS (a test keeps each
 # the same as the domain's).
 Action = Literal[
     "approve", "reject", "soft_reject", "block", "unblock", "bonus", "note", "notify", "qualify"

@@ -5,7 +5,7 @@ this server does: text comparisons and categorizations that a worker answers wit
 Where a Scale field exists but is not supported here, its type says the one value allowed
 and a refused value gets a message saying what to send instead. Rules between fields (the
 project or the batch named, as many choices as attachments, an expected response among the
-options) are checked by crowd/scale_params.py once the body is valid.
+options) are checked by crowd/scale/params.py once the body is valid.
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from crowd.delivery import MAX_URL, validate_url
+from crowd.delivery.signed import MAX_URL, validate_url
 from crowd.exceptions import ValidationError
-from crowd.scale import MAX_COMMENTS, MAX_PAGE
-from crowd.scale_params import (
+from crowd.scale.params import (
     MAX_INSTRUCTION,
     MAX_METADATA_CHARS,
     MAX_NAME,
@@ -38,6 +37,7 @@ from crowd.scale_params import (
     MAX_TEXT,
     MIN_OPTIONS,
 )
+from crowd.scale.service import MAX_COMMENTS, MAX_PAGE
 from crowd.web.contract import Body
 from models.reward.schedule import MIN_OUTSTANDING
 

@@ -8,12 +8,12 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
-from crowd.annotations import MAX_GROUP
-from crowd.providers import PROVIDERS
+from crowd.platforms.providers import PROVIDERS
 from crowd.registry import Registry
 from crowd.storage import RemoteTaskStatus, StudyStatus
 from crowd.storage.platforms import ActionStatus
-from crowd.studies import MAX_ITEMS_PER_IMPORT
+from crowd.studies.annotations import MAX_GROUP
+from crowd.studies.lifecycle import MAX_ITEMS_PER_IMPORT
 from crowd.web.contract import Body, Reply
 from tasks import load_builtin
 
@@ -23,7 +23,7 @@ Count = Annotated[int, Field(ge=0, le=MAX_ID)]
 Time = Annotated[str, Field(description="an ISO 8601 time")]
 # Every HIT type writes jsonl and csv; boundary adds roft, comparison pairwise and kway.
 ExportFormat = Literal["jsonl", "csv", "roft", "pairwise", "kway"]
-# crowd.annotations.FORMATS (a test keeps the two the same).
+# crowd.studies.annotations.FORMATS (a test keeps the two the same).
 AnnotationFormat = Literal["jsonl", "csv", "roft"]
 
 

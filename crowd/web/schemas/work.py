@@ -21,8 +21,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from crowd.providers import PROVIDERS
-from crowd.quality import TYPING_FIELDS
+from crowd.platforms.providers import PROVIDERS
+from crowd.quality.standing import TYPING_FIELDS
 from crowd.storage import AssignmentState
 from crowd.web.contract import Body, Reply
 

@@ -1,0 +1,252 @@
+"""The platform calls we owe: reviewers' decisions (approve, reject, bonus, block, ...)
+are queued as PlatformAction rows with the decision, and a job makes each call after the
+commit, outside any transaction, retried on failure (so a decision that rolls back never
+reaches the platform, and a bonus is never paid twice)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from crowd.exceptions import InvalidAction, ValidationError
+from crowd.platforms.providers import PROVIDERS
+from crowd.platforms.providers.base import ActionTarget
+from crowd.queue.hooks import Event, own_transaction
+from crowd.queue.jobs import context
+from crowd.settings import Settings
+from crowd.storage import (
+    ActionStatus,
+    Database,
+    OutboxEvent,
+    PlatformAction,
+    PlatformSession,
+    Publication,
+    RemoteTask,
+    SessionState,
+    Study,
+    Worker,
+    utcnow,
+)
+
+log = logging.getLogger(__name__)
+
+PLATFORM_ACTION = "platform.action"
+
+# A call that failed this many times is given up (and shown as failed to the reviewer).
+MAX_ACTION_ATTEMPTS = 8
+
+
+def queue_action(
+    session: Session,
+    provider: str,
+    action: str,
+    study_id: int | None,
+    worker_id: int | None,
+    session_id: int | None,
+    params: dict[str, Any],
+) -> PlatformAction:
+    row = PlatformAction(
+        provider=provider,
+        action=action,
+        study_id=study_id,
+        worker_id=worker_id,
+        session_id=session_id,
+        params=params,
+    )
+    session.add(row)
+    session.flush()
+    session.add(OutboxEvent(topic=PLATFORM_ACTION, payload={"action_id": row.id}))
+    return row
+
+
+def request_action(
+    session: Session,
+    study: Study,
+    worker: Worker,
+    action: str,
+    params: Mapping[str, Any] | None = None,
+) -> int:
+    """Queue the platform calls for a reviewer's decision; returns how many.
+
+    Crowds without a platform (the open web, simulations, imports) have nothing to call.
+    Approve and reject reach every session the platform has as submitted; sessions it has
+    not seen yet are decided when a sync finds them submitted.
+    """
+    if worker.provider not in PROVIDERS or not PROVIDERS.get(worker.provider).remote:
+        return 0
+    params = dict(params or {})
+    PROVIDERS.get(worker.provider).check_action(action, params)
+    sessions = session.scalars(
+        select(PlatformSession)
+        .where(PlatformSession.study_id == study.id, PlatformSession.worker_id == worker.id)
+        .order_by(PlatformSession.id)
+    ).all()
+    queued = 0
+    if action in ("approve", "reject"):
+        # Flagged sessions (no answer of ours, a wrong code) are not paid on a worker-level
+        # decision; approving overturns an earlier rejection on the platform.
+        decidable = (
+            (SessionState.SUBMITTED, SessionState.REJECTED)
+            if action == "approve"
+            else (SessionState.SUBMITTED,)
+        )
+        for row in sessions:
+            if row.state in decidable and not (action == "approve" and row.problems):
+                overturn = {"override_rejection": row.state == SessionState.REJECTED}
+                queue_action(
+                    session, worker.provider, action, study.id, worker.id, row.id,
+                    {**params, **overturn},
+                )  # fmt: skip
+                queued += 1
+        return queued
+    if action == "bonus":
+        paid_for = [
+            row
+            for row in sessions
+            if row.state in (SessionState.SUBMITTED, SessionState.APPROVED, SessionState.REJECTED)
+        ]
+        if not paid_for:
+            raise InvalidAction(
+                f"worker {worker.id} has no submitted {worker.provider} work in study "
+                f"{study.id} to pay a bonus on: sync the study first (crowd {worker.provider} "
+                "sync STUDY)"
+            )
+        queue_action(session, worker.provider, action, study.id, worker.id, paid_for[-1].id, params)
+        return 1
+    if action in ("block", "unblock", "notify", "grant_qualification"):
+        latest = sessions[-1].id if sessions else None
+        queue_action(session, worker.provider, action, study.id, worker.id, latest, params)
+        return 1
+    raise ValidationError(f"unknown platform action {action!r}", "action")
+
+
+def _target(session: Session, row: PlatformAction) -> ActionTarget:
+    worker = session.get(Worker, row.worker_id) if row.worker_id else None
+    platform_session = session.get(PlatformSession, row.session_id) if row.session_id else None
+    task = session.get(RemoteTask, platform_session.remote_task_id) if platform_session else None
+    publication = session.get(Publication, task.publication_id) if task else None
+    if publication is None and row.study_id is not None:
+        publication = session.scalar(
+            select(Publication)
+            .where(Publication.study_id == row.study_id, Publication.provider == row.provider)
+            .order_by(Publication.id.desc())
+            .limit(1)
+        )
+    return ActionTarget(
+        worker_external_id=worker.external_id if worker else "",
+        session_remote_id=platform_session.remote_id if platform_session else None,
+        submission_id=platform_session.submission_id if platform_session else None,
+        task_remote_id=task.remote_id if task else None,
+        publication={
+            **(publication.options if publication else {}),
+            **(publication.remote if publication else {}),
+        },
+    )
+
+
+def perform_action(db: Database, settings: Settings, action_id: int) -> str:
+    """Make one queued platform call: read, call (outside any transaction), record.
+
+    Raises on a failed call so the job is retried; after MAX_ACTION_ATTEMPTS failures the
+    action is marked failed and no longer retried.
+    """
+    with db.read_session() as session:
+        row = session.get(PlatformAction, action_id)
+        if row is None:
+            return f"platform action {action_id} does not exist"
+        if row.status != ActionStatus.PENDING:
+            return f"platform action {action_id} is already {row.status}"
+        provider = PROVIDERS.get(row.provider)
+        target = _target(session, row)
+        action, params = row.action, dict(row.params)
+    try:
+        result = provider.perform(settings, action, target, params, ActionLedger(db, action_id))
+    except Exception as error:
+        with db.session() as session:
+            row = session.get(PlatformAction, action_id)
+            if row is not None:
+                row.attempts += 1
+                row.last_error = f"{type(error).__name__}: {error}"[:2000]
+                if row.attempts >= MAX_ACTION_ATTEMPTS:
+                    row.status = ActionStatus.FAILED
+                    log.error("platform action %s failed for good: %s", action_id, error)
+                    return f"platform action {action_id} failed: {error}"
+        raise
+    with db.session() as session:
+        row = session.get(PlatformAction, action_id)
+        if row is None:
+            return f"platform action {action_id} vanished"
+        row.attempts += 1
+        row.status = ActionStatus.DONE
+        row.done_at = utcnow()
+        row.result = {**(row.result or {}), **result}
+        if row.session_id is not None and action in ("approve", "reject"):
+            platform_session = session.get(PlatformSession, row.session_id)
+            if platform_session is not None:
+                platform_session.state = (
+                    SessionState.APPROVED if action == "approve" else SessionState.REJECTED
+                )
+    return f"platform action {action_id} ({action}) done"
+
+
+class ActionLedger(MutableMapping[str, str]):
+    """A platform call's own durable notes (in PlatformAction.result["ledger"]), each
+    written in its own transaction before the provider's next request goes out."""
+
+    def __init__(self, db: Database, action_id: int) -> None:
+        self.db = db
+        self.action_id = action_id
+
+    def _entries(self) -> dict[str, str]:
+        with self.db.read_session() as session:
+            row = session.get(PlatformAction, self.action_id)
+            return dict((row.result or {}).get("ledger", {})) if row is not None else {}
+
+    def _write(self, entries: dict[str, str]) -> None:
+        with self.db.session() as session:
+            row = session.get(PlatformAction, self.action_id)
+            if row is not None:
+                row.result = {**(row.result or {}), "ledger": entries}
+
+    def __getitem__(self, key: str) -> str:
+        return self._entries()[key]
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self._write({**self._entries(), key: value})
+
+    def __delitem__(self, key: str) -> None:
+        entries = self._entries()
+        del entries[key]
+        self._write(entries)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries())
+
+    def __len__(self) -> int:
+        return len(self._entries())
+
+
+def retry_failed(session: Session, study: Study) -> int:
+    """Queue the study's failed platform calls once more (after an outage, a fixed key)."""
+    failed = session.scalars(
+        select(PlatformAction).where(
+            PlatformAction.study_id == study.id, PlatformAction.status == ActionStatus.FAILED
+        )
+    ).all()
+    for row in failed:
+        row.status = ActionStatus.PENDING
+        row.attempts = 0
+        session.add(OutboxEvent(topic=PLATFORM_ACTION, payload={"action_id": row.id}))
+    return len(failed)
+
+
+@own_transaction(PLATFORM_ACTION)
+def perform_queued_action(event: Event) -> str:
+    """A queued platform call, made outside any transaction (it may take seconds); raises
+    when the call fails, so the job is retried."""
+    ctx = context()
+    return perform_action(ctx.db, ctx.settings, int(event.payload["action_id"]))

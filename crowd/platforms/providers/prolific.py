@@ -1,0 +1,275 @@
+"""Prolific: a study whose external URL is our page, with PROLIFIC_PID, STUDY_ID, SESSION_ID.
+
+A participant does up to `items_per_session` items; our server issues a completion code per
+submission only once the answers are stored, and the sync checks that the code a submission
+was entered with is the one we issued. The calls are in prolific_api.py, what Prolific
+accepts (ids, amounts, the study URL, completion codes) in prolific_checks.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import re
+from collections.abc import Mapping, MutableMapping, Sequence
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from crowd.exceptions import ConfigurationError, ValidationError
+from crowd.platforms.providers import prolific_api, prolific_checks
+from crowd.platforms.providers.base import (
+    ActionTarget,
+    Binding,
+    Provider,
+    Publication,
+    RemoteSubmission,
+    RemoteTaskSpec,
+    StudyRef,
+    with_defaults,
+)
+
+if TYPE_CHECKING:
+    from crowd.settings import Settings
+
+ID = re.compile(r"^[0-9a-f]{24}$")
+STATES = {
+    "ACTIVE": "active",
+    "RESERVED": "active",
+    "AWAITING REVIEW": "submitted",
+    "APPROVED": "approved",
+    "REJECTED": "rejected",
+    "RETURNED": "returned",
+    "TIMED-OUT": "timed_out",
+}
+# Prolific wants a rejection explained in at least 100 characters; a reviewer's short reason
+# is followed by this.
+REJECTION_NOTE = (
+    " (The researcher reviewed this submission and found that it did not meet the study's "
+    "instructions or quality checks.)"
+)
+OPTION_HELP: dict[str, str] = {
+    "reward": "pay per place in the account's currency, e.g. '1.50' (required)",
+    "items_per_session": "items a participant does (default 10)",
+    "places": "number of places (default: enough for every item's annotations)",
+    "estimated_minutes": "estimated completion time in minutes (default 10)",
+    "maximum_minutes": "time limit in minutes (default: Prolific's)",
+    "name": "study name shown to participants (default: the HIT type's title)",
+    "description": "study description",
+    "devices": "list of desktop, tablet, mobile (default all)",
+    "filters": "Prolific eligibility filters, passed through",
+    "project": "Prolific project id",
+    "workspace_id": "workspace id, for `crowd prolific balance`",
+}
+DEFAULTS: dict[str, Any] = {
+    "items_per_session": 10,
+    "places": None,
+    "estimated_minutes": 10,
+    "maximum_minutes": None,
+    "name": None,
+    "description": "Read short texts and answer questions about them.",
+    "devices": list(prolific_checks.DEVICES),
+    "filters": None,
+    "project": None,
+    "workspace_id": None,
+}
+
+
+def to_cents(value: Any, where: str = "reward") -> int:
+    """'1.50' (currency units) as 150 cents; at most two decimals."""
+    try:
+        amount = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise ValidationError(f"{value!r} is not an amount like '1.50'", where) from None
+    if not amount.is_finite() or amount <= 0 or amount != amount.quantize(Decimal("0.01")):
+        raise ValidationError(f"{value!r} must be more than 0, in whole cents", where)
+    return int(amount * 100)
+
+
+def study_code(secret: str, token: str) -> str:
+    """The study-wide completion code Prolific requires: derived from our secret, never shown
+    (participants get per-submission codes; a submission entered with this one is flagged)."""
+    digest = hmac.new(secret.encode(), f"study:{token}".encode(), hashlib.sha256).hexdigest()
+    return "S" + digest[:11].upper()
+
+
+class ProlificProvider(Provider):
+    name: ClassVar[str] = "prolific"
+    remote: ClassVar[bool] = True
+    external_page: ClassVar[bool] = True
+
+    def validate_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        checked = with_defaults("Prolific", options, OPTION_HELP, DEFAULTS, "1.50")
+        checked["reward_cents"] = to_cents(checked.pop("reward"))
+        for name, high in (("items_per_session", 1000), ("estimated_minutes", 600)):
+            value = checked[name]
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+                raise ValidationError(f"{value!r} is not a whole number in 1..{high}", name)
+        for name in ("places", "maximum_minutes"):
+            value = checked[name]
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ValidationError(f"{value!r} is not a whole number of at least 1", name)
+        return checked
+
+    def _client(self, settings: Settings) -> prolific_api.ProlificClient:
+        if not settings.prolific_token:
+            raise ConfigurationError(
+                "set CROWD_PROLIFIC_TOKEN to a Prolific API token (Prolific: Settings > "
+                "API tokens) to publish to Prolific"
+            )
+        return prolific_api.ProlificClient(settings.prolific_token, settings.prolific_api_url)
+
+    def publish(
+        self,
+        settings: Settings,
+        study: StudyRef,
+        base_url: str,
+        options: Mapping[str, Any],
+        token: str,
+    ) -> Publication:
+        places = options["places"] or max(
+            1, math.ceil(study.work_slots / options["items_per_session"])
+        )
+        page = f"{base_url}/ext/prolific/{study.id}"
+        # http only against a stand-in of Prolific (development): Prolific wants https.
+        development = settings.prolific_api_url != prolific_api.DEFAULT_BASE_URL
+        client = self._client(settings)
+        created = client.create_study(
+            name=options["name"] or f"{study.title or study.hit_type}: {study.name}",
+            internal_name=token,
+            description=options["description"],
+            external_study_url=prolific_checks.external_url(page, allow_http=development),
+            # The study-wide code is never shown: our server hands out one per submission.
+            completion_code=study_code(settings.secret_key, token),
+            total_available_places=places,
+            estimated_completion_time=options["estimated_minutes"],
+            maximum_allowed_time=options["maximum_minutes"],
+            reward=options["reward_cents"],
+            device_compatibility=options["devices"],
+            filters=options["filters"],
+            project=options["project"],
+            allow_http=development,
+        )
+        study_id = str(created["id"])
+        client.publish_study(study_id)
+        return Publication(
+            provider=self.name,
+            urls={"page": page, "study": f"https://app.prolific.com/researcher/studies/{study_id}"},
+            remote={"study_id": study_id, "places": places},
+            tasks=(RemoteTaskSpec(remote_id=study_id, places=places),),
+        )
+
+    def bind(self, args: Mapping[str, str], settings: Settings) -> Binding | None:
+        if not args.get("PROLIFIC_PID") and not args.get("SESSION_ID"):
+            return None  # the researcher's preview of the study
+        values = {}
+        for name in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"):
+            value = args.get(name, "")
+            if not ID.match(value):
+                raise ValidationError(f"Prolific's {name} is missing or malformed", name)
+            values[name] = value
+        return Binding(
+            worker_external_id=values["PROLIFIC_PID"],
+            session_remote_id=values["SESSION_ID"],
+            task_remote_id=values["STUDY_ID"],
+        )
+
+    def completion(self, settings: Settings, binding: Binding, code: str) -> dict[str, Any]:
+        return {"kind": "code", "code": code, "url": prolific_checks.completion_url(code)}
+
+    def perform(
+        self,
+        settings: Settings,
+        action: str,
+        target: ActionTarget,
+        params: Mapping[str, Any],
+        ledger: MutableMapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        client = self._client(settings)
+        submission = target.submission_id or target.session_remote_id or ""
+        if action == "approve":
+            client.approve(submission)
+            return {}
+        if action == "reject":
+            message = str(params.get("feedback") or "").strip()
+            if len(message) < prolific_checks.MIN_REJECTION_MESSAGE:
+                message += REJECTION_NOTE
+            client.reject(submission, message, str(params.get("category") or "LOW_EFFORT"))
+            return {}
+        if action == "bonus":
+            if ledger is None:
+                raise ValidationError("a Prolific bonus needs a ledger to be paid once", "ledger")
+            bonus_id = client.bonus(
+                target.task_remote_id or "",
+                target.worker_external_id,
+                to_cents(params["amount"], "amount"),
+                str(params["token"]),
+                ledger,
+            )
+            return {"bonus_id": bonus_id}
+        if action in ("block", "unblock", "notify", "grant_qualification"):
+            # Prolific's API has no per-researcher block or qualification: blocked workers
+            # get no items from us (crowd.quality.standing.blocked_by); say so in the record.
+            return {"platform": f"Prolific has no {action} call: kept on our side only"}
+        raise ValidationError(f"Prolific has no action {action!r}", "action")
+
+    def sync(
+        self, settings: Settings, publication: Mapping[str, Any], task_ids: Sequence[str]
+    ) -> list[RemoteSubmission]:
+        client = self._client(settings)
+        found = []
+        for study_id in task_ids:
+            for submission in client.list_submissions(study_id):
+                raw = str(submission.get("status", ""))
+                found.append(
+                    RemoteSubmission(
+                        remote_id=str(submission["id"]),
+                        task_remote_id=study_id,
+                        worker_external_id=str(submission.get("participant_id", "")),
+                        state=STATES.get(raw, "active"),
+                        raw_state=raw,
+                        submission_id=str(submission["id"]),
+                        code=submission.get("study_code") or None,
+                    )
+                )
+        return found
+
+    def reclaim(
+        self, settings: Settings, publication: Mapping[str, Any], task_id: str, count: int
+    ) -> int:
+        """Reopen `count` places of returned or timed-out submissions where Prolific did not
+        (a study that already filled its places); returns how many were added."""
+        client = self._client(settings)
+        study = client.get_study(task_id)
+        if study.get("status") not in ("COMPLETED", "AWAITING REVIEW"):
+            return 0  # an active study gets such places back from Prolific itself
+        client.increase_places(task_id, int(study["total_available_places"]) + count)
+        return count
+
+    def expire(self, settings: Settings, publication: Mapping[str, Any], task_id: str) -> None:
+        self._client(settings).pause_study(task_id)
+
+    def extend(
+        self,
+        settings: Settings,
+        publication: Mapping[str, Any],
+        task_id: str,
+        seconds: int,
+        more_places: int,
+        token: str,
+    ) -> None:
+        client = self._client(settings)
+        study = client.get_study(task_id)
+        if more_places:
+            client.increase_places(task_id, int(study["total_available_places"]) + more_places)
+        if study.get("status") == "PAUSED":
+            client.resume_study(task_id)
+        return None
+
+    def balance(self, settings: Settings, options: Mapping[str, Any]) -> dict[str, Any]:
+        workspace = options.get("workspace_id")
+        if not workspace:
+            return {"user": self._client(settings).me().get("id")}
+        return self._client(settings).balance(str(workspace))

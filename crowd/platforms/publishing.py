@@ -1,0 +1,194 @@
+"""Opening studies to crowds: our own (local, simulated) and the platforms (MTurk,
+Prolific), where a publication keeps the platform's ids and remote tasks (HITs, Prolific
+studies); closing tasks early and extending them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from crowd.exceptions import NotFound, StudyNotOpen, ValidationError
+from crowd.platforms.providers import PROVIDERS
+from crowd.platforms.providers.base import StudyRef
+from crowd.settings import Settings
+from crowd.storage import (
+    Item,
+    ItemKind,
+    Publication,
+    RemoteTask,
+    RemoteTaskStatus,
+    Study,
+    StudyStatus,
+    utcnow,
+)
+from tasks import get_hit_type
+
+
+def work_slots(session: Session, study: Study) -> int:
+    """Answers the study still needs: open places of real items."""
+    target = int(study.config.get("annotations_per_item", 1))
+    rows = session.execute(
+        select(func.coalesce(Item.target, target), Item.holders).where(
+            Item.study_id == study.id, Item.kind == ItemKind.REAL
+        )
+    ).all()
+    return sum(max(0, int(want) - int(held)) for want, held in rows)
+
+
+def study_ref(session: Session, study: Study) -> StudyRef:
+    hit = get_hit_type(study.hit_type)
+    return StudyRef(
+        id=study.id,
+        name=study.name,
+        hit_type=study.hit_type,
+        config=study.config,
+        work_slots=work_slots(session, study),
+        title=hit.title,
+    )
+
+
+def open_study(session: Session, study: Study, providers: Iterable[str]) -> Study:
+    """Open a study to workers of the given providers (e.g. local, sim); `publish` also
+    creates what a remote platform needs."""
+    names = sorted(set(providers))
+    if not names:
+        raise ValidationError("name at least one provider to publish to", "providers")
+    for name in names:
+        PROVIDERS.get(name)  # raises with the list of known providers
+    n_items = session.scalar(
+        select(func.count(Item.id)).where(
+            Item.study_id == study.id, Item.kind.in_((ItemKind.REAL, ItemKind.GOLD))
+        )
+    )
+    if not n_items:
+        raise StudyNotOpen(f"study {study.id} has no items yet: import some first")
+    study.providers = sorted(set(study.providers) | set(names))
+    if study.status != StudyStatus.PUBLISHED:
+        study.status = StudyStatus.PUBLISHED
+        study.published_at = utcnow()
+    return study
+
+
+def publish(
+    session: Session,
+    settings: Settings,
+    study: Study,
+    providers: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, dict[str, str]]:
+    """Open the study to each provider's workers; returns the links per provider.
+
+    For a platform, the options are checked before anything is sent, a Publication with
+    the platform's ids is kept, and a retried publish sends the same request tokens.
+    """
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(providers))
+    if unknown:
+        raise ValidationError(f"options given for providers not published to: {unknown}")
+    checked = {
+        name: PROVIDERS.get(name).validate_options(options.get(name) or {}) for name in providers
+    }
+    open_study(session, study, providers)
+    ref = study_ref(session, study)
+    links: dict[str, dict[str, str]] = {}
+    for name in sorted(set(providers)):
+        provider = PROVIDERS.get(name)
+        if not provider.remote:
+            links[name] = provider.publish(settings, ref, settings.base_url, {}, "").urls
+            continue
+        earlier = session.scalar(
+            select(func.count(Publication.id)).where(
+                Publication.study_id == study.id, Publication.provider == name
+            )
+        )
+        # The same token for the same (study, provider, n-th publication): a publish retried
+        # after a lost answer or a failed commit finds what the first try created.
+        token = f"crowd-{study.id}-{name}-{(earlier or 0) + 1}"
+        made = provider.publish(settings, ref, settings.base_url, checked[name], token)
+        publication = Publication(
+            study_id=study.id, provider=name, options=checked[name], remote=made.remote
+        )
+        session.add(publication)
+        session.flush()
+        for task in made.tasks:
+            session.add(
+                RemoteTask(
+                    publication_id=publication.id,
+                    study_id=study.id,
+                    provider=name,
+                    remote_id=task.remote_id,
+                    places=task.places,
+                    expires_at=task.expires_at,
+                )
+            )
+        links[name] = made.urls
+    session.flush()
+    return links
+
+
+def remote_tasks(
+    session: Session, study: Study, provider: str, task_id: str | None = None
+) -> list[RemoteTask]:
+    query = select(RemoteTask).where(
+        RemoteTask.study_id == study.id, RemoteTask.provider == provider
+    )
+    if task_id is not None:
+        query = query.where(RemoteTask.remote_id == task_id)
+    rows = list(session.scalars(query.order_by(RemoteTask.id)).all())
+    if not rows:
+        raise NotFound(
+            f"study {study.id} has no {provider} task{' ' + task_id if task_id else 's'}: "
+            f"publish it first (crowd study publish {study.id} --provider {provider})"
+        )
+    return rows
+
+
+def expire(
+    session: Session, settings: Settings, study: Study, provider_name: str, task_id: str | None
+) -> int:
+    """Close the study's tasks on the platform to new workers (work in progress goes on)."""
+    provider = PROVIDERS.get(provider_name)
+    done = 0
+    for task in remote_tasks(session, study, provider_name, task_id):
+        publication = session.get(Publication, task.publication_id)
+        provider.expire(settings, publication.remote if publication else {}, task.remote_id)
+        task.status = RemoteTaskStatus.EXPIRED
+        task.expires_at = utcnow()
+        done += 1
+    return done
+
+
+def extend(
+    session: Session,
+    settings: Settings,
+    study: Study,
+    provider_name: str,
+    task_id: str | None,
+    seconds: int,
+    more_places: int,
+) -> int:
+    """Keep the tasks open longer and/or add places."""
+    if seconds < 0 or more_places < 0 or (seconds == 0 and more_places == 0):
+        raise ValidationError("give more time (seconds > 0) and/or more places (> 0)")
+    provider = PROVIDERS.get(provider_name)
+    done = 0
+    for task in remote_tasks(session, study, provider_name, task_id):
+        publication = session.get(Publication, task.publication_id)
+        token = f"crowd-extend-{task.remote_id}-{task.places + more_places}"[:64]
+        expires = provider.extend(
+            settings,
+            publication.remote if publication else {},
+            task.remote_id,
+            seconds,
+            more_places,
+            token,
+        )
+        task.places += more_places
+        task.status = RemoteTaskStatus.OPEN
+        if expires is not None:
+            task.expires_at = expires
+        done += 1
+    return done

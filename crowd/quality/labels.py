@@ -1,0 +1,227 @@
+"""Aggregated labels per study (majority vote, Dawid-Skene, MACE, Bradley-Terry) and gold
+promoted from the agreement of trusted workers."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import replace
+from typing import Any, cast
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from crowd.quality.standing import SYSTEM, audit, left_out_workers, study_qc
+from crowd.storage import (
+    AggregatedLabels,
+    Item,
+    ItemKind,
+    Response,
+    ResponseSource,
+    Study,
+    StudyWorker,
+    Worker,
+    utcnow,
+)
+from qc.aggregation import aggregate, bradley_terry_best, label_accuracy
+from qc.gold import promote_gold
+from tasks import get_hit_type
+
+METHODS = (
+    "majority_vote", "dawid_skene", "mace", "ordinal_mean", "first_change", "bradley_terry",
+)  # fmt: skip
+# Reports refresh after every batch of answers: MACE (seconds per fit, whatever the size)
+# runs on request only (`crowd qc aggregate`, POST /api/studies/{id}/aggregations).
+REPORT_METHODS = ("majority_vote", "dawid_skene", "ordinal_mean", "first_change", "bradley_terry")
+
+
+def _answers(session: Session, study: Study, filtered: bool) -> list[tuple[Item, str, Any]]:
+    """(item, worker key, answer) of live answers to real and gold items."""
+    left_out: set[int] = set()
+    if filtered:
+        left_out = left_out_workers(session, study)
+    result = session.execute(
+        select(Item, Worker, Response.answer)
+        .join(Item, Item.id == Response.item_id)
+        .join(Worker, Worker.id == Response.worker_id)
+        .where(
+            Response.study_id == study.id,
+            Response.source == ResponseSource.LIVE,
+            Item.kind.in_((ItemKind.REAL, ItemKind.GOLD)),
+        )
+        .order_by(Response.id)
+    ).all()
+    return [
+        (item, f"{worker.provider}:{worker.external_id}", answer)
+        for item, worker, answer in result
+        if worker.id not in left_out
+    ]
+
+
+def aggregate_study(
+    session: Session,
+    study: Study,
+    filtered: bool = True,
+    methods: tuple[str, ...] = METHODS,
+) -> dict[str, Any]:
+    """Aggregate the study's labels (see compute_aggregations) and store them."""
+    summary, results = compute_aggregations(session, study, filtered, methods)
+    store_aggregations(session, study.id, results)
+    return summary
+
+
+def compute_aggregations(
+    session: Session,
+    study: Study,
+    filtered: bool = True,
+    methods: tuple[str, ...] = METHODS,
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Aggregate the study's labels by every method that fits its HIT type, and store them.
+
+    Tasks are (item, question) pairs, e.g. "story-3/fluency"; on gold items the aggregated
+    labels are scored against the gold answers. Returns a summary per method.
+    """
+    hit = get_hit_type(study.hit_type)
+    answers = _answers(session, study, filtered)
+    triples = [
+        (f"{item.external_id}/{key}", worker, label)
+        for item, worker, answer in answers
+        for key, label in hit.answer_labels(answer).items()
+    ]
+    truth = {
+        f"{item.external_id}/{key}": label
+        for item, _, _ in answers
+        if item.kind == ItemKind.GOLD
+        for key, label in hit.expected_labels(item.expected).items()
+    }
+    summary: dict[str, Any] = {}
+    stored: dict[str, dict[str, Any]] = {}
+    if not triples:
+        return summary, stored
+    results = {}
+    wanted = [m for m in hit.aggregation_methods if m in methods]
+    for method in (m for m in wanted if m != "bradley_terry"):
+        try:
+            results[method] = aggregate(method, triples)
+        except ValueError as error:  # e.g. too little data for the model
+            summary[method] = {"error": str(error)}
+    if "bradley_terry" in wanted:  # best-of-K choices, not per-task labels
+        choices = [
+            (item.external_id, worker, len(item.content["candidates"]), int(answer["best"]))
+            for item, worker, answer in answers
+        ]
+        bt = bradley_terry_best(choices)
+        # Same task keys as the categorical methods, so they compare one to one.
+        results["bradley_terry"] = replace(
+            bt,
+            labels={f"{item}/best": label for item, label in bt.labels.items()},
+            confidence={f"{item}/best": value for item, value in bt.confidence.items()},
+        )
+    majority = results.get("majority_vote")
+    for method, result in results.items():
+        data = result.to_json()
+        data["gold_accuracy"] = label_accuracy(result.labels, truth)
+        data["agreement_with_majority_vote"] = (
+            label_accuracy(result.labels, majority.labels) if majority is not None else None
+        )
+        data["filtered"] = filtered
+        stored[method] = data
+        summary[method] = {
+            "n_tasks": data["n_tasks"],
+            "n_workers": data["n_workers"],
+            "gold_accuracy": data["gold_accuracy"],
+            "agreement_with_majority_vote": data["agreement_with_majority_vote"],
+        }
+    return summary, stored
+
+
+def store_aggregations(session: Session, study_id: int, results: dict[str, dict[str, Any]]) -> None:
+    for method, data in results.items():
+        _store(session, study_id, method, data)
+
+
+def _store(session: Session, study_id: int, method: str, data: dict[str, Any]) -> None:
+    row = session.scalar(
+        select(AggregatedLabels).where(
+            AggregatedLabels.study_id == study_id, AggregatedLabels.method == method
+        )
+    )
+    if row is None:
+        row = AggregatedLabels(study_id=study_id, method=method)
+        session.add(row)
+    row.data = data
+    row.computed_at = utcnow()
+
+
+def stored(session: Session, study_id: int) -> dict[str, Any]:
+    """The study's stored aggregations by method."""
+    return {
+        row.method: {**row.data, "computed_at": row.computed_at.isoformat()}
+        for row in session.scalars(
+            select(AggregatedLabels).where(AggregatedLabels.study_id == study_id)
+        ).all()
+    }
+
+
+def trusted_workers(session: Session, study: Study) -> set[str]:
+    """Workers whose gold posterior mean reached the study's `trusted` level on enough gold."""
+    policy = study_qc(study).gold
+    result = session.execute(
+        select(StudyWorker, Worker)
+        .join(Worker, Worker.id == StudyWorker.worker_id)
+        .where(StudyWorker.study_id == study.id, StudyWorker.excluded_by.is_(None))
+    ).all()
+    trusted = set()
+    for row, worker in result:
+        evidence = row.evidence or {}
+        if (evidence.get("gold_n") or 0) >= policy.min_gold and (
+            evidence.get("gold_mean") or 0
+        ) >= policy.trusted:
+            trusted.add(f"{worker.provider}:{worker.external_id}")
+    return trusted
+
+
+def promote(
+    session: Session,
+    study: Study,
+    actor: str = SYSTEM,
+    min_agreeing: int = 3,
+    min_share: float = 1.0,
+    dry_run: bool = False,
+) -> dict[str, dict[str, Any]]:
+    """Make real items gold where enough trusted workers gave the same answer.
+
+    Their agreed answer becomes the item's expected answer; earlier answers to the item are
+    scored against it. Returns the promoted items with their expected answers.
+    """
+    if min_agreeing < 1 or not 0 < min_share <= 1:
+        raise ValueError("min_agreeing is 1 or more and min_share in (0, 1]")
+    hit = get_hit_type(study.hit_type)
+    trusted = trusted_workers(session, study)
+    answers: list[tuple[str, str, Hashable]] = [
+        (item.external_id, worker, tuple(sorted(hit.answer_labels(answer).items())))
+        for item, worker, answer in _answers(session, study, filtered=True)
+        if item.kind == ItemKind.REAL
+    ]
+    agreed = promote_gold(answers, trusted, min_agreeing=min_agreeing, min_share=min_share)
+    promoted: dict[str, dict[str, Any]] = {}
+    for external_id, label in sorted(agreed.items()):
+        expected = hit.expected_from_labels(dict(cast(tuple[tuple[str, Hashable], ...], label)))
+        promoted[external_id] = expected
+        if dry_run:
+            continue
+        item = session.scalar(
+            select(Item).where(Item.study_id == study.id, Item.external_id == external_id)
+        )
+        if item is None:
+            continue
+        item.kind = ItemKind.GOLD
+        item.expected = expected
+        item.meta = {**item.meta, "promoted_gold": {"trusted_workers": len(trusted)}}
+        for response in session.scalars(select(Response).where(Response.item_id == item.id)):
+            response.qc_flags = {
+                **response.qc_flags,
+                "gold_accuracy": hit.gold_accuracy(expected, response.answer),
+            }
+        audit(session, actor, "promote_gold", f"{min_agreeing}+ trusted workers agree",
+              study_id=study.id, details={"item": external_id, "expected": expected})  # fmt: skip
+    return promoted

@@ -1,0 +1,5 @@
+"""The Scale-compatible API's domain: projects over studies, batches and tasks over items
+(service), request checks and task responses (params), listings (listing), and completion
+with signed callbacks (completion). The blueprint is crowd/web/scale.py, the tables
+crowd/storage/scale.py.
+"""

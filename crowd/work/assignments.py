@@ -1,0 +1,485 @@
+"""The worker's side: workers, assignment of items, steps, stored answers and the reveal.
+
+Assignment is safe under concurrent requests: on SQLite every write transaction takes the
+database's write lock up front (BEGIN IMMEDIATE, see storage.db); on PostgreSQL the worker
+row is locked for the worker's own requests and each candidate item is locked (SKIP LOCKED)
+and its holder counter checked and raised before an assignment is added.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Select, func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from crowd.exceptions import (
+    InvalidAction,
+    NotFound,
+    NoWorkLeft,
+    PermissionDenied,
+    SessionComplete,
+    StudyNotOpen,
+    ValidationError,
+)
+from crowd.quality import standing as quality
+from crowd.queue.hooks import SweepContext, every_sweep
+from crowd.storage import (
+    Assignment,
+    AssignmentState,
+    Item,
+    ItemKind,
+    OutboxEvent,
+    PlatformSession,
+    Publication,
+    Qualification,
+    RemoteTask,
+    Response,
+    Serving,
+    SessionState,
+    Study,
+    StudyStatus,
+    Worker,
+    WorkerStatus,
+    utcnow,
+)
+from crowd.storage.outbox import RESPONSE_EXPLAINED, RESPONSE_STORED
+from tasks import HitType, get_hit_type
+
+CANDIDATES_PER_TRY = 25
+# The same words for "no items left" and "QC stopped you": a stopped worker learns no more.
+SIM_PROVIDER = "sim"
+NO_MORE_FOR_YOU = "you have seen every item available to you in this study: thank you!"
+SESSION_DONE = "you have done every item of this task: submit it to finish"
+DEFAULT_ITEMS_PER_SESSION = 10
+# Where the stale-assignment sweep runs among the sweeps: sweeps that end assignments with
+# an answer (a live game's clocks) run before it.
+STALE_SWEEP_ORDER = 100
+
+
+def get_or_create_worker(
+    session: Session, provider: str, external_id: str, display_name: str | None = None
+) -> Worker:
+    if not external_id or len(external_id) > 200:
+        raise ValidationError("a worker id is 1 to 200 characters", "external_id")
+    worker = session.scalar(
+        select(Worker).where(Worker.provider == provider, Worker.external_id == external_id)
+    )
+    if worker is None:
+        worker = Worker(provider=provider, external_id=external_id, display_name=display_name)
+        session.add(worker)
+        session.flush()
+    return worker
+
+
+def _lock_worker(session: Session, worker_id: int) -> Worker:
+    worker = session.scalar(select(Worker).where(Worker.id == worker_id).with_for_update())
+    if worker is None:
+        raise NotFound("unknown worker: join again to get a new worker token")
+    if worker.status == WorkerStatus.BLOCKED:
+        raise PermissionDenied("this worker account is blocked from our studies")
+    return worker
+
+
+def attention_due(rate: float, served: int, attention_served: int, phase: float) -> bool:
+    """True when the worker's next item should be an attention check.
+
+    Over any run of 1/rate items a worker gets one check, at a position set by `phase`,
+    so a worker who does a full session of ten items at rate 0.1 meets exactly one.
+    """
+    if rate <= 0:
+        return False
+    return attention_served < math.floor(rate * (served + 1) + phase)
+
+
+def next_assignment(
+    session: Session,
+    study: Study,
+    worker_id: int,
+    category: str | None = None,
+    platform_session: PlatformSession | None = None,
+) -> Assignment:
+    """The worker's open assignment in this study, or a new one; raises NoWorkLeft.
+
+    On a crowd platform's page the work is counted in the platform's session (an MTurk
+    assignment), which ends after its number of items (SessionComplete).
+    """
+    if study.status != StudyStatus.PUBLISHED:
+        raise StudyNotOpen(f"study {study.id} is {study.status}, not open for work")
+    worker = _lock_worker(session, worker_id)
+    if worker.provider not in study.providers:
+        raise StudyNotOpen(f"study {study.id} is not published to {worker.provider} workers")
+    if platform_session is not None:
+        if platform_session.study_id != study.id or platform_session.worker_id != worker.id:
+            raise PermissionDenied("this platform session belongs to another study or worker")
+        if platform_session.state != SessionState.OPEN:
+            raise SessionComplete(f"this session is {platform_session.state}: nothing more to do")
+    open_assignment = session.scalar(
+        select(Assignment).where(
+            Assignment.worker_id == worker.id,
+            Assignment.study_id == study.id,
+            Assignment.state == AssignmentState.ASSIGNED,
+        )
+    )
+    if platform_session is not None:
+        if open_assignment is not None and open_assignment.platform_session_id in (
+            None, platform_session.id,
+        ):  # fmt: skip
+            open_assignment.platform_session_id = platform_session.id
+            return open_assignment
+        if platform_session.items_done >= platform_items(session, platform_session):
+            raise SessionComplete(SESSION_DONE)
+        if open_assignment is not None:
+            # An item left open in another session of the worker (another HIT of the study)
+            # goes on in this one: one open item per worker and study, counted once.
+            open_assignment.platform_session_id = platform_session.id
+            return open_assignment
+    elif open_assignment is not None:
+        return open_assignment
+    if quality.blocked_by(session, study.experimenter_id, worker.id):
+        raise PermissionDenied("this worker account is blocked from these studies")
+    standing = quality.standing(session, study.id, worker.id)
+    if standing.serving == Serving.STOPPED:
+        raise NoWorkLeft(NO_MORE_FOR_YOU)
+
+    seen = select(Assignment.item_id).where(Assignment.worker_id == worker.id)
+    # Training examples come first, all of them, in the experimenter's order; only while
+    # there is real work left for the worker, since the practice is for that work. Where
+    # the study gates on them (a qualification), only those who pass go on.
+    training = session.scalar(
+        select(Item)
+        .where(Item.study_id == study.id, Item.kind == ItemKind.TRAINING, Item.id.not_in(seen))
+        .order_by(Item.rank, Item.id)
+        .limit(1)
+    )
+    real_left = session.scalar(_open_items(study, seen, category).limit(1)) is not None
+    if training is not None and real_left:
+        training.holders = Item.holders + 1  # every assignment counts, so a return balances
+        return _assign(session, study, worker, training, platform_session)
+    if quality.qualification_due(session, study, standing) == Qualification.FAILED:
+        raise NoWorkLeft(NO_MORE_FOR_YOU)
+    item: Item | None = None
+    served, attention_served = session.execute(
+        select(
+            func.count(Assignment.id),
+            func.count(Assignment.id).filter(Item.kind == ItemKind.ATTENTION),
+        )
+        .join(Item, Item.id == Assignment.item_id)
+        .where(
+            Assignment.worker_id == worker.id,
+            Assignment.study_id == study.id,
+            Item.kind != ItemKind.TRAINING,
+        )
+    ).one()
+    rate = float(study.config.get("attention_rate", 0.0))
+    if attention_due(rate, served, attention_served, standing.attention_phase):
+        item = session.scalar(
+            quality.in_category(
+                select(Item).where(
+                    Item.study_id == study.id,
+                    Item.kind == ItemKind.ATTENTION,
+                    Item.id.not_in(seen),
+                ),
+                category,
+            )
+            .order_by(func.random())
+            .limit(1)
+        )
+    if item is None and real_left:  # gold checks the worker's real work: none, no gold
+        item = quality.pick_gold(session, study, standing, seen, category)
+    if item is None:
+        item = _claim_real_item(session, study, worker, seen, category)
+    else:
+        item.holders = Item.holders + 1  # attention and gold items count too
+    if item is None:
+        raise NoWorkLeft(NO_MORE_FOR_YOU)
+    return _assign(session, study, worker, item, platform_session)
+
+
+def _assign(
+    session: Session,
+    study: Study,
+    worker: Worker,
+    item: Item,
+    platform_session: PlatformSession | None = None,
+) -> Assignment:
+    hit = get_hit_type(study.hit_type)
+    first = hit.start(item.content, utcnow(), study.config)
+    assignment = Assignment(
+        study_id=study.id,
+        item_id=item.id,
+        worker_id=worker.id,
+        provider=worker.provider,
+        progress=first.progress,
+        events=[first.event],
+        platform_session_id=platform_session.id if platform_session is not None else None,
+    )
+    session.add(assignment)
+    session.flush()
+    return assignment
+
+
+def _open_items(study: Study, seen: Any, category: str | None) -> Select[Any]:
+    """The ids of real items under their target that the worker has not seen.
+
+    Gold items are not among them: they are served at each worker's gold rate, to any number
+    of workers (see quality.pick_gold).
+    """
+    default_target = int(study.config.get("annotations_per_item", 1))
+    query = select(Item.id).where(
+        Item.study_id == study.id,
+        Item.kind == ItemKind.REAL,
+        Item.holders < func.coalesce(Item.target, default_target),
+        Item.id.not_in(seen),
+    )
+    if category:
+        query = query.where(Item.category == category)
+    return query
+
+
+def _claim_real_item(
+    session: Session, study: Study, worker: Worker, seen: Any, category: str | None
+) -> Item | None:
+    """Lock and take a slot of an item under its target, preferring items already started."""
+    default_target = int(study.config.get("annotations_per_item", 1))
+    query = _open_items(study, seen, category)
+    # Lower ranks first (one group after another); within a rank, items that have some
+    # annotations come first, so items get finished; then by id or at random.
+    shuffle = get_hit_type(study.hit_type).shuffle_items(study.config)
+    query = query.order_by(
+        Item.rank, Item.holders.desc(), func.random() if shuffle else Item.id
+    ).limit(CANDIDATES_PER_TRY)
+    for _attempt in range(3):  # the candidates may fill up under us: look again
+        candidates = session.scalars(query).all()
+        if not candidates:
+            return None
+        # First pass skips items other requests hold locked, so concurrent workers spread
+        # out; the second waits for them, so nobody hears "nothing left" while items are busy.
+        for skip_locked in (True, False):
+            for item_id in candidates:
+                locked = session.scalar(
+                    select(Item)
+                    .where(Item.id == item_id)
+                    .with_for_update(skip_locked=skip_locked)
+                    .execution_options(populate_existing=True)
+                )
+                limit = default_target if locked is None or locked.target is None else locked.target
+                if locked is not None and locked.holders < limit:
+                    locked.holders = Item.holders + 1  # atomic in SQL
+                    return locked
+    return None
+
+
+def load_assignment(session: Session, assignment_id: int, worker_id: int) -> Assignment:
+    """The worker's own assignment, locked for update; others' look like missing ones."""
+    assignment = session.scalar(
+        select(Assignment).where(Assignment.id == assignment_id).with_for_update()
+    )
+    if assignment is None or assignment.worker_id != worker_id:
+        raise NotFound(f"no assignment {assignment_id} for this worker")
+    return assignment
+
+
+def stored_response(session: Session, assignment: Assignment) -> Response | None:
+    return session.scalar(select(Response).where(Response.assignment_id == assignment.id))
+
+
+def assignment_view(session: Session, assignment: Assignment) -> dict[str, Any]:
+    """What the worker's page may see: revealed content while open, feedback once allowed."""
+    study = assignment.item.study
+    hit = get_hit_type(study.hit_type)
+    view: dict[str, Any] = {
+        "assignment_id": assignment.id,
+        "study_id": assignment.study_id,
+        "state": str(assignment.state),
+    }
+    content, config = assignment.item.content, study.config
+    if assignment.state == AssignmentState.ASSIGNED:
+        view["task"] = hit.view(content, assignment.progress, config)
+        return view
+    response = stored_response(session, assignment)
+    if response is None:  # returned, abandoned or expired before an answer
+        return view
+    needs = _needs_followup(hit, study, response)
+    view["answered"] = True
+    view["needs_followup"] = needs
+    if needs:
+        view["task"] = hit.view(content, assignment.progress, config)
+    else:
+        item = assignment.item
+        view["feedback"] = hit.feedback(
+            content, item.expected, response.answer, str(item.kind), config
+        )
+    return view
+
+
+def _needs_followup(hit: HitType, study: Study, response: Response) -> bool:
+    return response.explained_at is None and hit.needs_followup(response.answer, study.config)
+
+
+def act(
+    session: Session, assignment_id: int, worker_id: int, action: Mapping[str, Any]
+) -> Assignment:
+    """Apply one step of the worker's flow; a replayed or repeated step changes nothing."""
+    assignment = load_assignment(session, assignment_id, worker_id)
+    if assignment.state != AssignmentState.ASSIGNED:
+        if stored_response(session, assignment) is not None:
+            return assignment  # a repeated submission gets the stored result
+        raise InvalidAction(f"assignment {assignment.id} is {assignment.state}: ask for a new one")
+    study = assignment.item.study
+    hit = get_hit_type(study.hit_type)
+    step = action.get("step")
+    current = hit.current_step(assignment.progress)
+    if not isinstance(step, int) or isinstance(step, bool):
+        raise InvalidAction("'step' must be the step the page shows (task.step)")
+    if step < current:
+        return assignment  # a retried request: the step already happened
+    if step > current:
+        raise InvalidAction(f"step {step} is ahead of the server (at step {current}): reload")
+    action = dict(action)
+    sim_seconds = _sim_seconds(assignment, action.pop("sim_seconds", None))
+    now = utcnow()
+    result = hit.step(assignment.item.content, assignment.progress, action, now, study.config)
+    assignment.progress = result.progress
+    event = result.event if sim_seconds is None else {**result.event, "sim_seconds": sim_seconds}
+    assignment.events = [*assignment.events, event]
+    if result.answer is not None:
+        store_response(session, hit, assignment, result.answer)
+    return assignment
+
+
+def _sim_seconds(assignment: Assignment, value: Any) -> float | None:
+    """The time a simulated worker says a step took; people are timed by our clock only."""
+    if value is None:
+        return None
+    if assignment.provider != SIM_PROVIDER:
+        raise InvalidAction("'sim_seconds' is for simulated workers only")
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 86400:
+        raise InvalidAction("'sim_seconds' must be a number of seconds from 0 to 86400")
+    return float(value)
+
+
+def _answer_seconds(assignment: Assignment, now: datetime) -> float:
+    """How long the worker took over the item: simulated time for simulated workers."""
+    simulated = [e["sim_seconds"] for e in assignment.events if "sim_seconds" in e]
+    if assignment.provider == SIM_PROVIDER and simulated:
+        return float(sum(simulated))
+    return (now - assignment.created_at).total_seconds()
+
+
+def store_response(
+    session: Session, hit: HitType, assignment: Assignment, answer: dict[str, Any]
+) -> Response:
+    item = assignment.item
+    now = utcnow()
+    flags = quality.response_facts(
+        hit, item, answer, _answer_seconds(assignment, now), quality.study_qc(item.study)
+    )
+    response = Response(
+        assignment_id=assignment.id,
+        study_id=assignment.study_id,
+        item_id=item.id,
+        worker_id=assignment.worker_id,
+        answer=answer,
+        events=list(assignment.events),
+        score=hit.score(item.expected, answer),
+        qc_flags=flags,
+    )
+    assignment.transition(AssignmentState.SUBMITTED)
+    assignment.submitted_at = now
+    session.add(response)
+    try:
+        with session.begin_nested():
+            session.flush()
+    except IntegrityError:
+        # The unique (item, worker) constraint: this worker answered the item already.
+        raise InvalidAction("you have already answered this item") from None
+    if assignment.platform_session_id is not None:
+        session.execute(
+            update(PlatformSession)
+            .where(PlatformSession.id == assignment.platform_session_id)
+            .values(items_done=PlatformSession.items_done + 1)
+        )
+    session.add(
+        OutboxEvent(
+            topic=RESPONSE_STORED,
+            payload={"response_id": response.id, "study_id": response.study_id},
+        )
+    )
+    return response
+
+
+def platform_items(session: Session, platform_session: PlatformSession) -> int:
+    """How many items one platform session (an MTurk HIT, a Prolific place) covers."""
+    task = session.get(RemoteTask, platform_session.remote_task_id)
+    publication = session.get(Publication, task.publication_id) if task is not None else None
+    value = publication.options.get("items_per_session") if publication is not None else None
+    return int(value) if value else DEFAULT_ITEMS_PER_SESSION
+
+
+def explain(
+    session: Session, assignment_id: int, worker_id: int, action: Mapping[str, Any]
+) -> Assignment:
+    """Store the explanation of an answer; a repeated one keeps the first."""
+    assignment = load_assignment(session, assignment_id, worker_id)
+    response = stored_response(session, assignment)
+    if response is None:
+        raise InvalidAction("answer first: the explanation follows the guess")
+    study = assignment.item.study
+    hit = get_hit_type(study.hit_type)
+    if response.explained_at is not None or not hit.needs_followup(response.answer, study.config):
+        return assignment
+    text, reasons = hit.followup(response.answer, action, study.config)
+    typing = quality.typing_report(action.get("typing"))
+    now = utcnow()
+    if typing is not None and assignment.provider != SIM_PROVIDER:
+        # The box opened when the answer was stored: no typing can have taken longer.
+        # (Simulated workers report simulated time, as with sim_seconds.)
+        elapsed_ms = int((now - response.created_at).total_seconds() * 1000) + 1000
+        typing["typing_ms"] = min(typing["typing_ms"], max(elapsed_ms, 0))
+    response.qc_flags = quality.explanation_facts(
+        response.qc_flags, text, typing, quality.study_qc(study)
+    )
+    response.explanation = text
+    response.reasons = reasons
+    response.explained_at = now
+    response.events = [*response.events, {"type": "explanation", "at": now.isoformat()}]
+    # The explanation brings its own QC signals (pasted or inhumanly fast text).
+    session.add(
+        OutboxEvent(
+            topic=RESPONSE_EXPLAINED,
+            payload={"response_id": response.id, "study_id": response.study_id},
+        )
+    )
+    return assignment
+
+
+def release(session: Session, assignment_id: int, worker_id: int) -> Assignment:
+    """The worker gives an open assignment back; its item is free for others again."""
+    assignment = load_assignment(session, assignment_id, worker_id)
+    assignment.transition(AssignmentState.RETURNED)
+    return assignment
+
+
+def abandon_stale(session: Session, idle_for: timedelta) -> int:
+    """Mark open assignments untouched for `idle_for` as abandoned, freeing their items."""
+    cutoff = utcnow() - idle_for
+    stale = session.scalars(
+        select(Assignment)
+        .where(Assignment.state == AssignmentState.ASSIGNED, Assignment.updated_at < cutoff)
+        .with_for_update(skip_locked=True)
+    ).all()
+    for assignment in stale:
+        assignment.transition(AssignmentState.ABANDONED)
+    return len(stale)
+
+
+@every_sweep("stale-assignments", order=STALE_SWEEP_ORDER)
+def sweep_stale(sweep: SweepContext) -> None:
+    """Each sweep round: assignments idle for CROWD_ASSIGNMENT_TIMEOUT are abandoned."""
+    with sweep.db.session() as session:
+        abandon_stale(session, timedelta(seconds=sweep.settings.assignment_timeout))
