@@ -121,6 +121,10 @@ class HitType(ABC):
     # Types played as games between players (taboo): reports and exports read one record
     # per game (the live package's `records`), agents' games included, not one per response.
     played_as_games: ClassVar[bool] = False
+    # The fields a worker's step and follow-up (explanation) send, beside "step" and "typing":
+    # the worker API refuses the others.
+    step_fields: ClassVar[tuple[str, ...]] = ()
+    followup_fields: ClassVar[tuple[str, ...]] = ()
     # The module path of the type's live package: the platform side of a type played live
     # (its blueprint, CLI group, jobs, sweeps and game records; see crowd.plugins). A string,
     # so that the pure code here never imports it; None for types served step by step.

@@ -321,6 +321,13 @@ def _needs_followup(hit: HitType, study: Study, response: Response) -> bool:
     return response.explained_at is None and hit.needs_followup(response.answer, study.config)
 
 
+def _only_fields(hit: HitType, action: Mapping[str, Any], allowed: set[str]) -> None:
+    """Refuse another HIT type's fields (the API's body declares every type's)."""
+    for name in sorted(set(action) - allowed):
+        takes = ", ".join(sorted(allowed))
+        raise ValidationError(f"{hit.name} studies do not take it here (they take {takes})", name)
+
+
 def act(
     session: Session, assignment_id: int, worker_id: int, action: Mapping[str, Any]
 ) -> Assignment:
@@ -342,6 +349,7 @@ def act(
         raise InvalidAction(f"step {step} is ahead of the server (at step {current}): reload")
     action = dict(action)
     sim_seconds = _sim_seconds(assignment, action.pop("sim_seconds", None))
+    _only_fields(hit, action, {"step", *hit.step_fields})
     now = utcnow()
     result = hit.step(assignment.item.content, assignment.progress, action, now, study.config)
     assignment.progress = result.progress
@@ -433,6 +441,7 @@ def explain(
     hit = get_hit_type(study.hit_type)
     if response.explained_at is not None or not hit.needs_followup(response.answer, study.config):
         return assignment
+    _only_fields(hit, action, {"typing", *hit.followup_fields})
     text, reasons = hit.followup(response.answer, action, study.config)
     typing = quality.typing_report(action.get("typing"))
     now = utcnow()

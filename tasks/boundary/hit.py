@@ -42,6 +42,8 @@ class BoundaryHit(HitType):
     name: ClassVar[str] = "boundary"
     title: ClassVar[str] = "Real or Fake Text"
     template: ClassVar[str] = "boundary/task.html"
+    step_fields: ClassVar[tuple[str, ...]] = ("choice",)
+    followup_fields: ClassVar[tuple[str, ...]] = ("explanation", "reasons")
     export_formats: ClassVar[tuple[str, ...]] = ("jsonl", "csv", "roft")
     default_annotations_per_item: ClassVar[int] = 4
 

@@ -34,6 +34,7 @@ class ComparisonHit(HitType):
     name: ClassVar[str] = "comparison"
     title: ClassVar[str] = "Pick the best"
     template: ClassVar[str] = "comparison/task.html"
+    step_fields: ClassVar[tuple[str, ...]] = ("choice",)
     export_formats: ClassVar[tuple[str, ...]] = export.FORMATS
     # One label per item; a share of items gets `overlap_workers` labels (see plan_items).
     default_annotations_per_item: ClassVar[int] = 1

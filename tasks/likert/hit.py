@@ -69,6 +69,7 @@ class LikertHit(HitType):
     name: ClassVar[str] = "likert"
     title: ClassVar[str] = "Rate a text"
     template: ClassVar[str] = "likert/task.html"
+    step_fields: ClassVar[tuple[str, ...]] = ("rating",)
     export_formats: ClassVar[tuple[str, ...]] = ("jsonl", "csv")
     default_annotations_per_item: ClassVar[int] = 3
 

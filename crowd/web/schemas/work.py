@@ -15,9 +15,9 @@ from pydantic import (
     AfterValidator,
     ConfigDict,
     Field,
+    PlainValidator,
     RootModel,
     WithJsonSchema,
-    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -25,15 +25,15 @@ from crowd.platforms.providers import PROVIDERS
 from crowd.quality.standing import TYPING_FIELDS
 from crowd.storage import AssignmentState
 from crowd.web.contract import Body, Reply
+from tasks.boundary.hit import MAX_EXPLANATION_CHARS
+from tasks.boundary.reasons import REASON_TAGS
+from tasks.comparison.items import MAX_K
 
 MAX_NAME = 40
 MAX_STEP = 1000
 MAX_SIM_SECONDS = 86_400
 # What a HIT type's own fields may hold: enough for any page's free text (boundary's
 # explanation box takes 2,000 characters), never an unbounded body.
-MAX_TASK_TEXT = 10_000
-MAX_TASK_LIST = 100
-MAX_TASK_FIELDS = 20
 NAME_CHARS = "letters, digits, spaces, '_', '-' or '.'"
 
 
@@ -114,68 +114,38 @@ class NextBody(Body):
     )  # fmt: skip
 
 
-def _task_value(value: Any) -> Any:
-    """A HIT type's field: a JSON scalar of bounded size, or a short list of them."""
-    items = value if isinstance(value, list) else [value]
-    if len(items) > MAX_TASK_LIST:
-        raise PydanticCustomError(
-            "task_value", "a list of at most {n} values", {"n": MAX_TASK_LIST}
-        )
-    for item in items:
-        if isinstance(item, str) and len(item) > MAX_TASK_TEXT:
-            raise PydanticCustomError(
-                "task_value", "text of at most {n} characters", {"n": MAX_TASK_TEXT}
-            )
-        if not (item is None or isinstance(item, str | int | float | bool)):
-            raise PydanticCustomError(
-                "task_value",
-                "the HIT type's fields are text, numbers, true/false, null or lists of these",
-            )
-    return value
+# The fields of the built-in HIT types' steps (each type takes only its own: see
+# HitType.step_fields); bounded here, judged by the type (a choice it cannot take is a 409).
+BOUNDARY_CHOICES = ("human", "machine")
 
 
-_SCALAR_SCHEMAS: list[dict[str, Any]] = [
-    {"type": "string", "maxLength": MAX_TASK_TEXT},
-    {"type": "number"},
-    {"type": "boolean"},
-    {"type": "null"},
-]
-TaskValue = Annotated[
-    Any,
-    AfterValidator(_task_value),
-    WithJsonSchema({
-        "anyOf": [*_SCALAR_SCHEMAS, {"type": "array", "maxItems": MAX_TASK_LIST,
-                                     "items": {"anyOf": _SCALAR_SCHEMAS}}],
-        "description": "a field of the study's HIT type (e.g. choice, rating, explanation)",
-    }),
-]  # fmt: skip
-
-
-class TaskBody(Body):
-    """A body whose other fields belong to the HIT type; it checks them, these are bounded."""
-
-    model_config = ConfigDict(
-        extra="allow", strict=True, json_schema_extra={"maxProperties": MAX_TASK_FIELDS}
+def _choice(value: Any) -> Any:
+    # One validator, not a union: a refusal names `choice`, not the union's member.
+    if value in BOUNDARY_CHOICES or (type(value) is int and 0 <= value < MAX_K):
+        return value
+    raise PydanticCustomError(
+        "choice",
+        "human or machine (a boundary passage), or the position 0 to {last} of the picked "
+        "candidate (a comparison)",
+        {"last": MAX_K - 1},
     )
-    __pydantic_extra__: dict[str, TaskValue] = Field(init=False)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _few_fields(cls, data: Any) -> Any:
-        if isinstance(data, dict) and len(data) > MAX_TASK_FIELDS:
-            raise PydanticCustomError(
-                "too_many_fields", "at most {n} fields", {"n": MAX_TASK_FIELDS}
-            )
-        return data
-
-    def action(self) -> dict[str, Any]:
-        """The fields the client sent, as the plain mapping the domain functions take."""
-        return self.model_dump(exclude_unset=True)
 
 
-class StepBody(TaskBody):
+Choice = Annotated[
+    Any,
+    PlainValidator(_choice),
+    WithJsonSchema({"anyOf": [{"enum": list(BOUNDARY_CHOICES)},
+                              {"type": "integer", "minimum": 0, "maximum": MAX_K - 1}]}),
+]  # fmt: skip
+MAX_RATING = 10**6
+
+
+class StepBody(Body):
     """One step of the worker's flow, e.g. {"step": 2, "choice": "human"} on a boundary
-    passage or {"step": 0, "rating": 4} on a Likert text; the HIT type checks its fields."""
+    passage, {"step": 0, "rating": 4} on a Likert text, {"step": 0, "choice": 2} on a
+    comparison (the position shown)."""
+
+    model_config = ConfigDict(strict=True)
 
     step: int = Field(
         ge=0, le=MAX_STEP,
@@ -185,6 +155,19 @@ class StepBody(TaskBody):
         default=None, ge=0, le=MAX_SIM_SECONDS,
         description="how long the step took, from simulated workers (provider sim) only",
     )  # fmt: skip
+    choice: Choice | None = Field(
+        default=None,
+        description="boundary: human (reveal the next sentence) or machine (from here on); "
+        "comparison: the position of the picked candidate as shown",
+    )
+    rating: int | None = Field(
+        default=None, ge=-MAX_RATING, le=MAX_RATING,
+        description="likert: the rating of the question on the page, within its scale",
+    )  # fmt: skip
+
+    def action(self) -> dict[str, Any]:
+        """The fields the client sent, as the plain mapping the domain functions take."""
+        return self.model_dump(exclude_unset=True)
 
 
 class Typing(Body):
@@ -201,11 +184,21 @@ class Typing(Body):
     )  # fmt: skip
 
 
-class ExplanationBody(TaskBody):
+class ExplanationBody(Body):
     """Why the worker answered so, e.g. {"explanation": "it repeats itself", "reasons":
-    ["repetition"]} on a boundary guess; the HIT type checks its fields."""
+    ["repetition"]} on a boundary guess."""
 
+    model_config = ConfigDict(strict=True)
+
+    explanation: str | None = Field(default=None, max_length=MAX_EXPLANATION_CHARS)
+    reasons: list[Literal[REASON_TAGS]] | None = Field(  # type: ignore[valid-type]
+        default=None, max_length=len(REASON_TAGS), description="reason tags of the guess"
+    )
     typing: Typing | None = None
+
+    def action(self) -> dict[str, Any]:
+        """The fields the client sent, as the plain mapping the domain functions take."""
+        return self.model_dump(exclude_unset=True)
 
 
 class Completion(Reply):
