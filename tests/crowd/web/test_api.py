@@ -338,7 +338,9 @@ def test_every_route_of_the_experimenter_and_game_apis_is_declared(app: Any) -> 
 def test_the_declared_enumerations_are_the_domains() -> None:
     import typing
 
-    from crowd import annotations, labels, review
+    from crowd import review
+    from crowd.quality import labels
+    from crowd.studies import annotations
     from crowd.web.schemas import review as review_schemas
     from crowd.web.schemas import studies as study_schemas
     from crowd.web.schemas import training as training_schemas
