@@ -159,7 +159,7 @@ def init_app(app: Flask) -> None:
     def security_headers(response: Response) -> Response:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
-        if request.path.startswith(("/api/work/", "/api/taboo/")):
+        if request.path.startswith("/api/work/"):
             # Answers and sentences must not linger in shared caches.
             response.headers["Cache-Control"] = "no-store"
         return response

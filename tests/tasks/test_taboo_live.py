@@ -77,6 +77,7 @@ def test_two_people_play_a_game_and_the_defender_never_gets_the_word(
 
     def defender_view() -> dict[str, Any]:
         response = client.get(f"/api/taboo/games/{game}", headers=defender)
+        assert response.headers["Cache-Control"] == "no-store"  # the game's blueprint says so
         bodies.append(response.get_data(as_text=True))
         return response.get_json()
 

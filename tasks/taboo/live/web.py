@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response
+from flask import Blueprint, Response, request
 from sqlalchemy import select
 
 from crowd.context import platform
@@ -31,6 +31,14 @@ from tasks.taboo.live.schemas import (
 )
 
 bp = Blueprint("taboo", __name__)
+
+
+@bp.after_request
+def no_store(response: Response) -> Response:
+    # A game view holds the word (for the attacker): it must not linger in shared caches.
+    if request.path.startswith("/api/taboo/"):
+        response.headers["Cache-Control"] = "no-store"
+    return response
 PLAY = ("taboo games",)
 RECORDS = ("taboo records",)
 TRANSCRIPTS = Media(
