@@ -305,11 +305,13 @@ def create_task(
     task_type: str,
     fields: Mapping[str, Any],
     kind: ItemKind = ItemKind.REAL,
+    sent: Mapping[str, Any] | None = None,
 ) -> ScaleTask:
     """A task and its item from the fields of a checked task body; the same unique_id and
-    fields again give the same task."""
+    request again give the same task. `sent` is the body as the client sent it (default:
+    `fields`): the fingerprint of a unique_id is the request's, as it always was."""
     request = parse_task(task_type, fields, quality=kind != ItemKind.REAL)
-    fingerprint = request_hash(str(kind), task_type, dict(fields))
+    fingerprint = request_hash(str(kind), task_type, dict(sent if sent is not None else fields))
     if request.unique_id is not None:
         existing = _by_unique_id(session, experimenter.id, request.unique_id)
         if existing is not None:

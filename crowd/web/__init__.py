@@ -56,6 +56,19 @@ class IdConverter(IntegerConverter):
         return number
 
 
+# SQLite's operational errors that pass: a busy or locked file, or one it cannot reach now.
+SQLITE_TRANSIENT = ("locked", "busy", "unable to open", "disk i/o")
+
+
+def transient(error: Exception) -> bool:
+    """Whether an error of OUTAGES is one a retry can get past (not, e.g., a missing table)."""
+    if not isinstance(error, sqlalchemy.exc.DBAPIError) or error.connection_invalidated:
+        return True
+    if type(error.orig).__module__.startswith("sqlite3"):
+        return any(word in str(error.orig).lower() for word in SQLITE_TRANSIENT)
+    return True  # PostgreSQL's operational errors: connections lost, shutdowns, timeouts
+
+
 def _error_json(error: CrowdError) -> dict[str, Any]:
     kind = getattr(error, "kind", None) or type(error).__name__
     body: dict[str, Any] = {"error": str(error), "type": kind}
@@ -125,9 +138,11 @@ def init_app(app: Flask) -> None:
         return render_template("error.html", message=message), 422
 
     def outage(error: Exception) -> Any:
+        if not transient(error):
+            raise error  # a broken deployment, not an outage: Flask's 500, logged
         log.error("outage answered with 503: %s: %s", type(error).__name__, error)
         what = "queue (Redis)" if isinstance(error, redis.RedisError) else "database"
-        message = f"the {what} is unavailable: nothing was changed, retry in a few seconds"
+        message = f"the {what} is unavailable: retry in a few seconds"
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
         if request.blueprint == "scale":
             body: dict[str, Any] = {"status_code": 503, "error": message,

@@ -91,6 +91,8 @@ def loads(data: str | bytes) -> Any:
         raise UnsafeJSON(
             f"not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
         ) from None
+    except ValueError:  # an integer past Python's digit limit for int()
+        raise UnsafeJSON("an integer is out of range (64-bit signed)") from None
     check_value(value)
     return value
 

@@ -11,9 +11,7 @@ from crowd.accounts import authenticate
 from crowd.context import platform
 from crowd.exceptions import AuthenticationError, ValidationError
 from crowd.storage import Experimenter
-
-WORKER_COOKIE = "crowd_worker"
-WORKER_HEADER = "X-Crowd-Worker"
+from crowd.web.contract import WORKER_COOKIE, WORKER_HEADER
 
 
 def json_body() -> dict[str, Any]:

@@ -27,9 +27,12 @@ from flask import Response, jsonify, request
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
-from crowd.exceptions import CrowdError, ValidationError
+from crowd.exceptions import AuthenticationError, CrowdError, ValidationError
 from crowd.web.bodies import loads
 
+# Where worker tokens travel (crowd.web.common reads them there too).
+WORKER_COOKIE = "crowd_worker"
+WORKER_HEADER = "X-Crowd-Worker"
 EXPERIMENTER = "experimenter"
 WORKER = "worker"
 SCALE = "scale"
@@ -252,6 +255,33 @@ def render(op: Operation, result: Any) -> Any:
     return response
 
 
+CREDENTIALS = {
+    EXPERIMENTER: "your API key as 'Authorization: Bearer <key>'",
+    WORKER: "your worker token in the X-Crowd-Worker header (POST /api/work/join gives one)",
+    SCALE: "your API key as the user name of HTTP Basic auth (what scaleapi does)",
+}
+
+
+def require_credentials(auth: tuple[str, ...]) -> None:
+    """A 401 before anything is read when no credentials of a declared kind came.
+
+    The view still checks the credentials themselves (an unknown key is a 401 there); this
+    makes the description's security hold at the edge, before a body is judged.
+    """
+    if not auth or ANYONE in auth:
+        return
+    header = request.headers.get("Authorization", "")
+    for kind in auth:
+        if kind == EXPERIMENTER and header.startswith("Bearer "):
+            return
+        if kind == SCALE and header.startswith(("Basic ", "Bearer ")):
+            return
+        if kind == WORKER and (request.headers.get(WORKER_HEADER)
+                               or request.cookies.get(WORKER_COOKIE)):  # fmt: skip
+            return
+    raise AuthenticationError("send " + ", or ".join(CREDENTIALS[kind] for kind in auth))
+
+
 def operation(
     summary: str,
     *,
@@ -286,6 +316,7 @@ def operation(
     def decorate(view: View) -> View:
         @functools.wraps(view)
         def wrapper(**kwargs: Any) -> Any:
+            require_credentials(op.auth)
             if op.query is not None:
                 kwargs["query"] = read_query(op.query)
             if op.body is not None and op.raw_body is None:

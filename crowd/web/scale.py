@@ -192,10 +192,11 @@ def _post(handler: Handler) -> Any:
 
 
 def _create(task_type: str, body: BaseModel, kind: ItemKind = ItemKind.REAL) -> Any:
-    """A task of the checked body (only the fields sent, so its fingerprint is the request's)."""
-    fields = body.model_dump(exclude_unset=True)
+    """A task of the checked body; its unique_id's fingerprint is the body as sent."""
+    fields, sent = body.model_dump(exclude_unset=True), read_json()
     as_json = scale.task_json if kind == ItemKind.REAL else scale.quality_task_json
-    return _post(lambda s, owner: as_json(scale.create_task(s, owner, task_type, fields, kind)))
+    return _post(lambda s, owner: as_json(
+        scale.create_task(s, owner, task_type, fields, kind, sent)))  # fmt: skip
 
 
 # -- tasks -------------------------------------------------------------------------------------

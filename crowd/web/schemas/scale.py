@@ -314,11 +314,12 @@ def _scale_time(value: Any) -> datetime | None:
         if not re.match(TIME_PATTERN, value.strip()):
             raise ValueError(value)
         parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
+        # In UTC here, as storage compares it: the first and last days can leave the calendar.
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except (ValueError, OverflowError):
         raise PydanticCustomError(
             "time", "must be a time like '2026-01-31 12:00:00.000000' (UTC) or ISO 8601"
         ) from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
 
 
 TimeText = Annotated[str, Field(max_length=MAX_TIME_TEXT, pattern=TIME_PATTERN)]

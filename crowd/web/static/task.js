@@ -111,7 +111,7 @@
   // How a free-text answer was entered: keys that add or delete characters, pastes (and text
   // dropped in from elsewhere) with their length, and the time from the first key or paste to
   // the last change. A large share of crowd workers paste LLM output instead of writing their
-  // own; the page only counts, the server judges the numbers (crowd/quality.py, qc/anomalies.py).
+  // own; the page only counts, the server judges the numbers (crowd/quality/standing.py, qc/anomalies.py).
   // watchTyping(field) -> {report(): {keys, pastes, pasted_chars, typing_ms}, reset()}.
   const TYPING_LIMITS = { keys: 100000, pastes: 1000, pasted_chars: 100000, typing_ms: 86400000 };
   function watchTyping(field) {

@@ -52,11 +52,13 @@ class SimulatedPlayer:
             self.join()
         seat = self._call("POST", f"/api/taboo/studies/{study_id}/lobby", {"opponent": opponent})
         deadline = time.monotonic() + max_seconds
-        while seat["state"] == "waiting":
+        while not seat.get("done") and seat["state"] == "waiting":
             if time.monotonic() > deadline:
                 raise RuntimeError("nobody came to play")
             time.sleep(POLL_SECONDS)
             seat = self._call("GET", f"/api/taboo/seats/{seat['seat_id']}")
+        if seat.get("done"):  # the study has no word left for this player
+            raise RuntimeError(f"no game: {seat['message']}")
         if seat["game_id"] is None:
             raise RuntimeError(f"no game: the seat is {seat['state']}")
         game_id = seat["game_id"]

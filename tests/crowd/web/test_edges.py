@@ -43,6 +43,7 @@ def _post_raw(client: FlaskClient, path: str, text: str, auth: dict[str, str]) -
         ('{"url": "https://example.org/\\ud800", "events": []}', "lone UTF-16 surrogate", "url"),
         ('{"url": "a\\u0000b"}', "NUL character", "url"),
         ('{"events": [1' + "0" * 400 + "]}", "out of range", "events[0]"),
+        ('{"events": [1' + "0" * 5000 + "]}", "out of range", None),
         ('{"events": [NaN]}', "NaN is not a JSON number", None),
         ('{"events": [1e999]}', "too large for a 64-bit float", "events[0]"),
         ('{"url": ', "not valid JSON", None),
@@ -184,3 +185,17 @@ def test_a_queue_that_is_down_gives_503_and_answers_still_count(
     shown = client.post(f"/api/work/studies/{study_id}/next", json={}, headers=worker)
     assert shown.status_code == 200 and "assignment_id" in shown.get_json()
     app.extensions["crowd"].db.dispose()
+
+
+def test_a_broken_schema_is_a_500_not_an_outage(app: Any) -> None:
+    import sqlite3
+
+    import sqlalchemy.exc
+
+    from crowd.web import transient
+
+    def refused(message: str) -> Exception:
+        return sqlalchemy.exc.OperationalError("SELECT", {}, sqlite3.OperationalError(message))
+
+    missing, locked = refused("no such table: x"), refused("database is locked")
+    assert not transient(missing) and transient(locked)

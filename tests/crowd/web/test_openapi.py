@@ -63,3 +63,21 @@ def test_request_bodies_refuse_unknown_keys(client: FlaskClient) -> None:
             if ref:
                 body = schemas[ref.rsplit("/", 1)[-1]]
                 assert body.get("additionalProperties") is False, (method, path)
+
+
+def test_every_operation_with_security_refuses_a_caller_without_credentials(
+    app: Flask, client: FlaskClient
+) -> None:
+    spec = client.get("/openapi.json").get_json()
+    open_to_all = []
+    for path, operations in spec["paths"].items():
+        url = re.sub(r"\{[^}]+\}", "1", path)
+        for method, operation in operations.items():
+            if not operation["security"] or {} in operation["security"]:
+                continue
+            # Even with a body the model refuses: credentials come first.
+            reply = client.open(url, method=method.upper(), json={"unknown": 1})
+            if reply.status_code != 401:
+                open_to_all.append(f"{method} {path} {reply.status_code}")
+            assert "401" in operation["responses"], (method, path)
+    assert not open_to_all, open_to_all
