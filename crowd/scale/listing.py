@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, selectinload
 from crowd.exceptions import ValidationError
 from crowd.scale.service import MAX_PAGE, batch_json, get_batch, get_project, task_json
 from crowd.storage import (
+    MAX_ID,
     Experimenter,
     ItemKind,
     ScaleBatch,
@@ -29,7 +30,6 @@ from crowd.storage import (
 )
 
 # Ids are 64-bit signed integers in the database.
-MAX_ID = 2**63 - 1
 
 
 def encode_token(after: int) -> str:

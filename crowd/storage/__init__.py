@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from crowd.storage.accounts import ApiKey, Experimenter
-from crowd.storage.base import Base, utcnow
+from crowd.storage.base import MAX_ID, Base, utcnow
 from crowd.storage.db import Database
 from crowd.storage.delivery import Delivery, DeliveryStatus, WebhookSubscription
 from crowd.storage.outbox import OutboxEvent
@@ -54,6 +54,7 @@ from crowd.storage.work import (
 )
 
 __all__ = [
+    "MAX_ID",
     "JudgeScore",
     "Pairing",
     "SeatState",

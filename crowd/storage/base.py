@@ -22,6 +22,11 @@ NAMING = {
 JSONType = JSON().with_variant(JSONB(), "postgresql")
 
 
+# Primary keys are INTEGER columns: 32-bit on PostgreSQL. A larger id names nothing (and
+# PostgreSQL refuses to compare one), so the web answers 404 for it without asking.
+MAX_ID = 2**31 - 1
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 

@@ -15,7 +15,8 @@ from werkzeug.exceptions import NotFound as NotFoundError
 from werkzeug.routing import IntegerConverter
 
 from crowd.exceptions import CrowdError
-from crowd.web.bodies import MAX_INT, CheckedJSONProvider
+from crowd.storage import MAX_ID
+from crowd.web.bodies import CheckedJSONProvider
 from tasks import HIT_TYPES
 
 log = logging.getLogger(__name__)
@@ -39,20 +40,20 @@ RETRY_AFTER_SECONDS = 5
 
 
 class IdConverter(IntegerConverter):
-    """`<int:...>` ids: 0 to 2**63-1 (what the database stores); anything longer is a 404."""
+    """`<int:...>` ids: 0 to MAX_ID (what the database stores); anything larger is a 404."""
 
     regex = r"\d{1,19}"
 
     def __init__(self, map: Any, fixed_digits: int = 0, min: int | None = 0,  # noqa: A002
-                 max: int | None = MAX_INT, signed: bool = False) -> None:  # noqa: A002
+                 max: int | None = MAX_ID, signed: bool = False) -> None:  # noqa: A002
         super().__init__(map, fixed_digits, min, max, signed)
 
     def to_python(self, value: str) -> Any:
         number = int(value)
-        if number > MAX_INT:
+        if number > MAX_ID:
             # Not werkzeug's ValidationError: with it, another method's rule on the same path
             # turns the miss into a 405.
-            raise NotFoundError(f"no id is above {MAX_INT}")
+            raise NotFoundError(f"no id is above {MAX_ID}")
         return number
 
 

@@ -17,7 +17,7 @@ from pydantic.json_schema import models_json_schema
 from werkzeug.routing import IntegerConverter, Rule
 
 from crowd import __version__
-from crowd.web.bodies import MAX_INT
+from crowd.storage import MAX_ID
 from crowd.web.contract import ANYONE, EXPERIMENTER, SCALE, WORKER, Media, Operation, operation_of
 
 bp = Blueprint("openapi", __name__)
@@ -63,7 +63,7 @@ ERROR_TEXT = {
 def _path_parameter(rule: Rule, name: str) -> dict[str, Any]:
     converter = rule._converters.get(name)  # the rule's own converters, after binding
     if isinstance(converter, IntegerConverter):
-        schema: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": MAX_INT}
+        schema: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": MAX_ID}
     else:
         schema = {"type": "string", "minLength": 1, "pattern": "^[^/]+$"}
     return {"name": name, "in": "path", "required": True, "schema": schema}

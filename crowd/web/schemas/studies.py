@@ -10,16 +10,15 @@ from pydantic_core import PydanticCustomError
 
 from crowd.platforms.providers import PROVIDERS
 from crowd.registry import Registry
-from crowd.storage import RemoteTaskStatus, StudyStatus
+from crowd.storage import MAX_ID, RemoteTaskStatus, StudyStatus
 from crowd.storage.platforms import ActionStatus
 from crowd.studies.annotations import MAX_GROUP
 from crowd.studies.lifecycle import MAX_ITEMS_PER_IMPORT
 from crowd.web.contract import Body, Reply
 from tasks import load_builtin
 
-MAX_ID = 2**63 - 1
 Id = Annotated[int, Field(ge=0, le=MAX_ID)]
-Count = Annotated[int, Field(ge=0, le=MAX_ID)]
+Count = Annotated[int, Field(ge=0, le=2**63 - 1)]
 Time = Annotated[str, Field(description="an ISO 8601 time")]
 # Every HIT type writes jsonl and csv; boundary adds roft, comparison pairwise and kway.
 ExportFormat = Literal["jsonl", "csv", "roft", "pairwise", "kway"]

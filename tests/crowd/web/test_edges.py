@@ -19,6 +19,7 @@ from flask.testing import FlaskClient
 
 from crowd.app import create_app
 from crowd.settings import Settings
+from crowd.storage import MAX_ID
 from crowd.web.bodies import MAX_DEPTH, MAX_INT
 
 # A well-formed key: checking it needs the database.
@@ -73,16 +74,16 @@ def test_the_largest_stored_integer_passes_the_body_check(
     assert reply.get_json()["field"] in ("events[0]", "url")
 
 
-def test_ids_beyond_64_bits_are_404s_on_every_method(
+def test_ids_beyond_the_stored_range_are_404s_on_every_method(
     client: FlaskClient, auth: dict[str, str]
 ) -> None:
-    for study_id in (MAX_INT + 1, 10**19 - 1, 10**30):
+    for study_id in (MAX_ID + 1, MAX_INT + 1, 10**19 - 1, 10**30):
         for method in ("get", "post"):
             reply = getattr(client, method)(f"/api/studies/{study_id}/webhooks", headers=auth)
             assert reply.status_code == 404, (study_id, method)
     assert client.get(f"/play/{10**400}").status_code == 404
-    # The largest id is a valid id that does not exist.
-    assert client.get(f"/api/studies/{MAX_INT}/webhooks", headers=auth).status_code == 404
+    # The largest id is a valid id that does not exist (on PostgreSQL too).
+    assert client.get(f"/api/studies/{MAX_ID}/webhooks", headers=auth).status_code == 404
 
 
 def test_a_nul_in_the_url_is_a_400(client: FlaskClient, auth: dict[str, str]) -> None:
