@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from flask.json.provider import DefaultJSONProvider
@@ -31,9 +32,12 @@ def _no_constant(name: str) -> Any:
     raise UnsafeJSON(f"{name} is not a JSON number: send a finite number or null")
 
 
-def _where(path: list[str | int]) -> str:
+def field_path(path: Sequence[str | int]) -> str:
+    """A field's path as clients write it, e.g. items[3].text ("body" for the whole body)."""
     text = ""
     for part in path:
+        if part == "[key]":
+            continue  # pydantic's mark of a mapping's key (the part before it): not a field
         if isinstance(part, str):  # the path itself must be text we can send back
             part = part.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\0")
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
@@ -42,12 +46,12 @@ def _where(path: list[str | int]) -> str:
 
 def _check_text(value: str, path: list[str | int], what: str) -> None:
     if "\x00" in value:
-        raise UnsafeJSON(f"{what} holds a NUL character (\\u0000): remove it", _where(path))
+        raise UnsafeJSON(f"{what} holds a NUL character (\\u0000): remove it", field_path(path))
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise UnsafeJSON(
-            f"{what} holds a lone UTF-16 surrogate: send valid Unicode text", _where(path)
+            f"{what} holds a lone UTF-16 surrogate: send valid Unicode text", field_path(path)
         ) from None
 
 
@@ -57,7 +61,7 @@ def check_value(value: Any) -> None:
     while stack:
         node, path, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise UnsafeJSON(f"nested deeper than {MAX_DEPTH} levels", _where(path))
+            raise UnsafeJSON(f"nested deeper than {MAX_DEPTH} levels", field_path(path))
         if isinstance(node, dict):
             for key, child in node.items():
                 _check_text(key, [*path, key], "a key")
@@ -70,9 +74,9 @@ def check_value(value: Any) -> None:
             continue
         elif isinstance(node, int):
             if not -MAX_INT - 1 <= node <= MAX_INT:
-                raise UnsafeJSON("the integer is out of range (64-bit signed)", _where(path))
+                raise UnsafeJSON("the integer is out of range (64-bit signed)", field_path(path))
         elif isinstance(node, float) and not math.isfinite(node):
-            raise UnsafeJSON("the number is too large for a 64-bit float", _where(path))
+            raise UnsafeJSON("the number is too large for a 64-bit float", field_path(path))
 
 
 def loads(data: str | bytes) -> Any:

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
 from crowd.exceptions import AuthenticationError, CrowdError, ValidationError
-from crowd.web.bodies import loads
+from crowd.web.bodies import field_path, loads
 
 # Where worker tokens travel (crowd.web.common reads them there too).
 WORKER_COOKIE = "crowd_worker"
@@ -120,15 +120,6 @@ class Operation:
         return min(status for status in self.responses if status < 300)
 
 
-def _path(location: tuple[int | str, ...]) -> str:
-    text = ""
-    for part in location:
-        if part == "[key]":
-            continue  # pydantic's mark of a mapping's key (the part before it): not a field
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "body"
-
-
 def _message(error: Any, allowed: list[str]) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
@@ -146,7 +137,7 @@ def problems_of(error: pydantic.ValidationError, model: type[BaseModel], prefix:
     for item in error.errors(include_url=False):
         location = tuple(item["loc"])
         allowed = sorted(model.model_fields) if len(location) <= 1 else _allowed(model, location)
-        where = _path(location)
+        where = field_path(location)
         problems.append(
             FieldProblem(field=f"{prefix}{where}" if prefix else where,
                          message=_message(item, allowed))
