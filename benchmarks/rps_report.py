@@ -1,0 +1,124 @@
+"""The results of benchmarks/submit_rps.py: the table, and its block in RESULTS.md."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import platform
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from rps_load import LoadResult
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+COMMAND = ".venv/bin/python benchmarks/submit_rps.py"
+START_MARK = "<!-- results:start -->"
+END_MARK = "<!-- results:end -->"
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+@dataclass
+class Row:
+    name: str
+    result: LoadResult
+    note: str = ""
+
+    @property
+    def elapsed(self) -> float:
+        return max(1e-9, self.result.finished - self.result.started)
+
+    def cells(self) -> list[str]:
+        res = self.result
+        every = [v for values in res.latencies.values() for v in values]
+        store = res.latencies.get("store") or res.latencies.get("submit") or []
+        answers = f"{res.answers / self.elapsed:.0f}" if "store" in res.latencies else "-"
+        return [
+            self.name,
+            f"{res.requests / self.elapsed:.0f}",
+            answers,
+            f"{percentile(every, 0.5):.1f}",
+            f"{percentile(every, 0.95):.1f}",
+            f"{percentile(store, 0.5):.1f}",
+            f"{percentile(store, 0.95):.1f}",
+            str(res.errors),
+            str(res.requests),
+        ]
+
+
+HEADER = [
+    "target", "requests/s", "answers/s", "p50 ms", "p95 ms",
+    "store p50 ms", "store p95 ms", "errors", "requests",
+]  # fmt: skip
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(row.cells()) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        text = Path("/proc/cpuinfo").read_text()
+        match = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
+        if match:
+            return match.group(1).strip()
+    return platform.processor() or "unknown CPU"
+
+
+def results_block(rows: list[Row], facts: dict[str, str], args: argparse.Namespace) -> str:
+    notes = [f"- {row.name}: {row.note}" for row in rows if row.note]
+    lines = [
+        START_MARK,
+        f"Measured {facts['date']} with `make bench` (that is, `{COMMAND}`).",
+        "",
+        f"- Machine: {facts['cores']} cores ({facts['cpu']}), Linux, Python {facts['python']}; "
+        f"load average 1/5/15 min at the start: {facts['load']}.",
+        f"- Server: gunicorn with deploy/gunicorn.conf.py: {args.workers} workers x 4 threads "
+        "(gthread), access log on, bound to 127.0.0.1.",
+        f"- Load: {args.clients} client threads in {args.client_processes} processes on the same "
+        f"machine, {args.duration:.0f} s per target after a {args.warmup:.0f} s warm-up, at most "
+        f"{args.max_requests} requests per target.",
+        f"- Stores: SQLite (WAL) file; PostgreSQL {facts['pg']} database `bench`; Redis "
+        f"{facts['redis']} (db 14) takes the RQ job each answer enqueues after its commit "
+        "(no queue worker runs during the benchmark).",
+        "",
+        table(rows),
+        "",
+        "requests/s counts every request; for crowd that is next + reveal step + store step "
+        "per answer, so answers/s is about a third of it. p50/p95 cover every request; the "
+        "store columns cover the step that stores the answer (the only request for bare Flask).",
+        *([""] + notes if notes else []),
+        END_MARK,
+    ]
+    return "\n".join(lines)
+
+
+RESULTS_INTRO = """# Benchmark: answer submission under gunicorn
+
+`benchmarks/submit_rps.py` measures requests per second and latency of crowd's answer path
+(join once, then per item: `POST /api/work/studies/<id>/next`, a reveal step and the step
+that stores the answer) under gunicorn, against a bare Flask endpoint
+(`benchmarks/bare_flask.py`) under the same gunicorn settings, on SQLite and on PostgreSQL
+with Redis. Run it with `make bench`. The block below is rewritten by each run; text
+outside it is kept.
+
+"""
+
+
+def write_results(block: str) -> None:
+    if RESULTS.exists():
+        text = RESULTS.read_text()
+        if START_MARK in text and END_MARK in text:
+            head, rest = text.split(START_MARK, 1)
+            tail = rest.split(END_MARK, 1)[1]
+            RESULTS.write_text(head + block + tail)
+            return
+    RESULTS.write_text(RESULTS_INTRO + block + "\n")
