@@ -31,6 +31,8 @@ class OutboxEvent(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     enqueued_at: Mapped[datetime | None] = mapped_column(default=None)
+    # When the in-transaction handlers committed; processed_at once the follow-ups ran too.
+    handled_at: Mapped[datetime | None] = mapped_column(default=None)
     processed_at: Mapped[datetime | None] = mapped_column(default=None)
     attempts: Mapped[int] = mapped_column(default=0)
     last_error: Mapped[str | None] = mapped_column(Text, default=None)
