@@ -14,7 +14,7 @@ import redis
 from flask import current_app
 
 from crowd.plugins import load_features
-from crowd.queue import redis_connection
+from crowd.queue import quick_connection, redis_connection
 from crowd.queue.outbox import install_after_commit_enqueue
 from crowd.security import WorkerSigner
 from crowd.settings import Settings
@@ -37,8 +37,9 @@ def make_platform(settings: Settings) -> Platform:
     load_features()
     db = Database(settings.database_url)
     connection = redis_connection(settings.redis_url) if settings.redis_url else None
-    if connection is not None:
-        install_after_commit_enqueue(db, connection)
+    if settings.redis_url:
+        # Requests never wait long on a sick Redis: the outbox keeps what it did not take.
+        install_after_commit_enqueue(db, quick_connection(settings.redis_url))
     return Platform(settings, db, connection, WorkerSigner(settings.secret_key))
 
 

@@ -43,7 +43,7 @@ from sqlalchemy.orm import Session
 
 from crowd import __version__
 from crowd.exceptions import RegistryError, ValidationError
-from crowd.queue import DELIVERIES, fetch_job, job_queue
+from crowd.queue import DELIVERIES, failed, fetch_job, job_queue, resting
 from crowd.queue.hooks import SweepContext, every_sweep, on_commit
 from crowd.queue.jobs import context
 from crowd.storage import Database, Delivery, DeliveryStatus, utcnow
@@ -227,6 +227,8 @@ def delivery_job_id(delivery_id: int, attempt: int) -> str:
 def enqueue_deliveries(connection: redis.Redis, due: Iterable[tuple[int, int]]) -> int:
     """Enqueue the attempt job of each (delivery id, attempts so far); returns how many
     reached Redis (0 when it is down: the sweep enqueues them later)."""
+    if resting(connection):
+        return 0  # it just failed: the sweep sends these attempts
     queue = job_queue(DELIVERIES, connection)
     done = 0
     for delivery_id, attempts in due:
@@ -240,6 +242,7 @@ def enqueue_deliveries(connection: redis.Redis, due: Iterable[tuple[int, int]]) 
                 failure_ttl=7 * 24 * 3600,
             )
         except redis.RedisError as error:
+            failed(connection)
             log.warning("Redis is unavailable, delivery %s waits for the sweep: %s",
                         delivery_id, error)  # fmt: skip
             return done

@@ -8,6 +8,9 @@ reading Redis never runs code.
 
 from __future__ import annotations
 
+import time
+import weakref
+
 import redis
 from rq import Queue
 from rq.job import Job
@@ -28,6 +31,34 @@ def redis_connection(url: str) -> redis.Redis:
     """A connection to the Redis at `url`, for the queues and the after-commit enqueue."""
     # Short timeouts: a request must not hang on a dead Redis; the outbox catches up later.
     return redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5)
+
+
+# The after-commit enqueue on the request path: an answer is stored before it is enqueued,
+# and the outbox keeps its event when Redis does not take it, so the request waits on Redis
+# this long at most, and not at all for RESTING seconds after Redis failed it.
+QUICK_TIMEOUT = 0.5
+RESTING = 5.0
+
+
+def quick_connection(url: str) -> redis.Redis:
+    """A connection for enqueueing after a commit on the request path (see `resting`)."""
+    return redis.Redis.from_url(url, socket_connect_timeout=QUICK_TIMEOUT,
+                                socket_timeout=QUICK_TIMEOUT)  # fmt: skip
+
+
+_failed_at: weakref.WeakKeyDictionary[redis.Redis, float] = weakref.WeakKeyDictionary()
+
+
+def resting(connection: redis.Redis) -> bool:
+    """Whether `connection` failed in the last RESTING seconds: the after-commit enqueues
+    leave it alone (each try would cost a timeout) and the sweep sends their work later."""
+    failed = _failed_at.get(connection)
+    return failed is not None and time.monotonic() - failed < RESTING
+
+
+def failed(connection: redis.Redis) -> None:
+    """Note that `connection` just failed (a timeout, a refused connection)."""
+    _failed_at[connection] = time.monotonic()
 
 
 SERIALIZER = JSONSerializer

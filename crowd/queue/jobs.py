@@ -75,8 +75,10 @@ def process_event(event_id: int) -> str:
                 row.processed_at = utcnow()
         log.info("%s %s", _job_tag(), outcome)
         return outcome
+    job = get_current_job()
     with ctx.db.session() as session:
-        row = session.get(OutboxEvent, event_id)
+        # Locked: a re-queued job and the one it replaced never both run the handlers.
+        row = session.get(OutboxEvent, event_id, with_for_update=True)
         if row is None:
             return f"outbox event {event_id} does not exist"
         if row.processed_at is not None:
@@ -84,13 +86,23 @@ def process_event(event_id: int) -> str:
         event = Event(event_id, row.topic, dict(row.payload))
         if not known_topic(event.topic):
             log.warning("%s unknown outbox topic %r, marked processed", _job_tag(), event.topic)
-        for handle in in_transaction_handlers(event.topic):
-            handle(session, event)
-        row.processed_at = utcnow()
-    job = get_current_job()
-    if job is not None:
-        for follow_up in after_commit_handlers(event.topic):
+        follow_ups = after_commit_handlers(event.topic) if job is not None else []
+        # A run cut off after this transaction committed (Redis or the worker gone before
+        # the follow-ups) comes back here: the handlers' work is done, only follow-ups are left.
+        if row.handled_at is None:
+            for handle in in_transaction_handlers(event.topic):
+                handle(session, event)
+            row.handled_at = utcnow()
+        if not follow_ups:
+            row.processed_at = utcnow()
+    if follow_ups:
+        assert job is not None
+        for follow_up in follow_ups:
             follow_up(job.connection, event)
+        with ctx.db.session() as session:
+            row = session.get(OutboxEvent, event_id)
+            if row is not None:
+                row.processed_at = utcnow()
     log.info("%s processed outbox event %s", _job_tag(), event_id)
     return f"processed outbox event {event_id}"
 

@@ -14,7 +14,7 @@ from rq.job import JobStatus
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
-from crowd.queue import EVENTS, fetch_job, job_queue
+from crowd.queue import EVENTS, failed, fetch_job, job_queue, resting
 from crowd.queue.hooks import SweepContext, every_sweep, install_commit_hooks
 from crowd.storage import Database, OutboxEvent, utcnow
 
@@ -37,6 +37,8 @@ def enqueue_events(connection: redis.Redis, event_ids: Iterable[int]) -> int:
     """Enqueue one job per event; returns how many reached Redis (0 when it is down)."""
     from crowd.queue.jobs import process_event
 
+    if resting(connection):
+        return 0  # it just failed: the sweep sends these events
     queue = job_queue(EVENTS, connection)
     done = 0
     for event_id in event_ids:
@@ -51,6 +53,7 @@ def enqueue_events(connection: redis.Redis, event_ids: Iterable[int]) -> int:
                 failure_ttl=7 * 24 * 3600,
             )
         except redis.RedisError as error:
+            failed(connection)
             # The row stays in the outbox; the sweep enqueues it once Redis is back.
             log.warning(
                 "Redis is unavailable, outbox event %s waits for the sweep: %s", event_id, error

@@ -7,9 +7,11 @@ own is in crowd.queue.outbox.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 from dataclasses import replace
+from typing import Any
 
 import redis
 from rq import Queue, SimpleWorker
@@ -17,6 +19,7 @@ from sqlalchemy import func, select
 
 from crowd.queue import ALL_QUEUES, SERIALIZER, job_queue, redis_connection
 from crowd.queue.embedded import EmbeddedRedis
+from crowd.queue.healing import Heartbeat
 from crowd.queue.hooks import SweepContext, install_commit_hooks, sweeps
 from crowd.queue.jobs import configure
 from crowd.queue.outbox import sweep_outbox  # noqa: F401 - registers the outbox sweep
@@ -62,13 +65,34 @@ def _jobs_done(queues: list[Queue]) -> int:
     return sum(q.finished_job_registry.count + q.failed_job_registry.count for q in queues)
 
 
+class _Worker(SimpleWorker):
+    """RQ's in-process worker, telling `crowd worker` when a signal asked it to stop (RQ
+    installs its own handlers for SIGINT and SIGTERM each time it starts working)."""
+
+    stop_requested: threading.Event
+
+    def request_stop(self, signum: Any, frame: Any) -> None:
+        self.stop_requested.set()
+        super().request_stop(signum, frame)
+
+
+# Backoff between restarts of the RQ worker after Redis went away (seconds).
+FIRST_WAIT, LONGEST_WAIT = 1.0, 30.0
+# A worker that ran this long before it quit was healthy: the next wait starts short again.
+HEALTHY_RUN = 60.0
+
+
 def run_worker(
     settings: Settings,
     burst: bool = False,
     max_rounds: int = 50,
     queues: tuple[str, ...] | None = None,
 ) -> int:
-    """Run an RQ worker on the crowd queues (all unless `queues`); returns the jobs it ran."""
+    """Run an RQ worker on the crowd queues (all unless `queues`); returns the jobs it ran.
+
+    Without `burst` it runs until SIGINT or SIGTERM: when Redis goes away it waits (with
+    backoff) and starts working again, never exits.
+    """
     if not settings.redis_url:
         raise ValueError("run_worker needs settings with a redis_url (see ensure_redis)")
     ctx = configure(settings)
@@ -76,41 +100,88 @@ def run_worker(
     # What jobs commit gets its hooks too: deliveries scheduled by jobs (webhooks) get their
     # first attempt right after the job.
     install_commit_hooks(ctx.db, connection)
-    listened = [job_queue(name, connection) for name in (queues or ALL_QUEUES)]
-    worker = SimpleWorker(listened, connection=connection, serializer=SERIALIZER)
-    if burst:
-        between_rounds = SweepContext(settings, ctx.db, connection, burst=True)
-        before = _jobs_done(listened)
-        for _ in range(max_rounds):
-            for registered in sweeps():
-                if registered.burst:
-                    registered.run(between_rounds)
-            worked = worker.work(burst=True, logging_level="WARNING")
-            if not worked and pending_events(ctx.db) == 0:
-                break
-        return _jobs_done(listened) - before
+    names = queues or ALL_QUEUES
+    listened = [job_queue(name, connection) for name in names]
     stop = threading.Event()
+    heartbeat = Heartbeat(connection, tuple(names))
+    if burst:
+        worker = _new_worker(listened, connection, stop, heartbeat)
+        heartbeat.start()
+        try:
+            return _burst(settings, ctx.db, connection, worker, listened, max_rounds)
+        finally:
+            heartbeat.stop()
     sweep_context = SweepContext(settings, ctx.db, connection)
-
-    def sweeper() -> None:
-        last_run: dict[str, float] = {}
-        while not stop.wait(settings.sweep_interval):
-            try:
-                for registered in sweeps():
-                    if registered.every is not None:
-                        if time.monotonic() - last_run.get(registered.name, 0.0) < (
-                            registered.every(settings)
-                        ):
-                            continue
-                        last_run[registered.name] = time.monotonic()
-                    registered.run(sweep_context)
-            except Exception:  # keep sweeping through transient database or Redis errors
-                log.exception("outbox sweep failed")
-
-    thread = threading.Thread(target=sweeper, name="outbox-sweep", daemon=True)
+    thread = threading.Thread(target=_sweeper, args=(sweep_context, stop), name="outbox-sweep",
+                              daemon=True)  # fmt: skip
     thread.start()
+    heartbeat.start()
+    wait = FIRST_WAIT
     try:
-        worker.work(with_scheduler=True)
+        while not stop.is_set():
+            worker = _new_worker(listened, connection, stop, heartbeat)
+            started = time.monotonic()
+            try:
+                # The scheduler runs in the heartbeat thread, not in a process RQ forks.
+                worker.work(logging_level="INFO")
+            except redis.RedisError as error:
+                log.warning("worker %s: Redis went away (%s)", worker.name, error)
+            _stop_on_signals(stop)  # RQ's handlers would raise out of the wait below
+            if stop.is_set():
+                break
+            # RQ's work() returns when Redis times out or fails it mid-job: start again.
+            if time.monotonic() - started > HEALTHY_RUN:
+                wait = FIRST_WAIT
+            log.warning("the RQ worker stopped; starting a new one in %.0f s", wait)
+            if stop.wait(wait):
+                break
+            wait = min(wait * 2, LONGEST_WAIT)
     finally:
         stop.set()
+        heartbeat.stop()
     return 0
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda _signum, _frame: stop.set())
+
+
+def _new_worker(listened: list[Queue], connection: redis.Redis, stop: threading.Event,
+                heartbeat: Heartbeat) -> _Worker:  # fmt: skip
+    worker = _Worker(listened, connection=connection, serializer=SERIALIZER)
+    worker.stop_requested = stop
+    heartbeat.worker_name = worker.name
+    return worker
+
+
+def _burst(settings: Settings, db: Database, connection: redis.Redis, worker: _Worker,
+           listened: list[Queue], max_rounds: int) -> int:  # fmt: skip
+    between_rounds = SweepContext(settings, db, connection, burst=True)
+    before = _jobs_done(listened)
+    for _ in range(max_rounds):
+        for registered in sweeps():
+            if registered.burst:
+                registered.run(between_rounds)
+        worked = worker.work(burst=True, logging_level="WARNING")
+        if not worked and pending_events(db) == 0:
+            break
+    return _jobs_done(listened) - before
+
+
+def _sweeper(sweep_context: SweepContext, stop: threading.Event) -> None:
+    settings = sweep_context.settings
+    last_run: dict[str, float] = {}
+    while not stop.wait(settings.sweep_interval):
+        for registered in sweeps():
+            if registered.every is not None:
+                if time.monotonic() - last_run.get(registered.name, 0.0) < (
+                    registered.every(settings)
+                ):
+                    continue
+                last_run[registered.name] = time.monotonic()
+            try:
+                registered.run(sweep_context)
+            except Exception:  # keep sweeping through transient database or Redis errors
+                log.exception("sweep %r failed", registered.name)
