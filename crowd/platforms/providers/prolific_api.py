@@ -1,4 +1,5 @@
-"""The client of a Prolific provider: studies, places, submissions, decisions and bonuses.
+"""The client of a Prolific provider: studies, places, submissions, decisions and bonuses
+(messages and participant groups are in prolific_participants.py).
 
 A thin client over Prolific's researcher API v1 (https://docs.prolific.com/api-reference),
 through `requests`, authenticated with ``Authorization: Token <token>``. Arguments are checked
@@ -46,6 +47,7 @@ from crowd.platforms.providers.prolific_checks import (
     check_url,
     check_whole,
 )
+from crowd.platforms.providers.prolific_participants import ParticipantCalls
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +76,6 @@ def _describe(detail: Any) -> str:
     return str(detail)
 
 
-
 def _never_sent(error: requests.RequestException) -> bool:
     """Whether the request failed before reaching Prolific, so that it did nothing there."""
     if isinstance(error, requests.ConnectTimeout):
@@ -83,8 +84,7 @@ def _never_sent(error: requests.RequestException) -> bool:
     return isinstance(getattr(reason, "reason", reason), NewConnectionError)
 
 
-
-class ProlificClient:
+class ProlificClient(ParticipantCalls):
     """Prolific's researcher API for one token; one per thread (a requests.Session is not
     documented as thread-safe)."""
 
@@ -519,7 +519,5 @@ class ProlificClient:
         return bonus_id
 
 
-
 def _is_json(response: requests.Response) -> bool:
     return "json" in response.headers.get("Content-Type", "")
-

@@ -11,6 +11,8 @@ import base64
 import hashlib
 import hmac
 import re
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from crowd.exceptions import ValidationError
@@ -69,6 +71,13 @@ MAX_PLACES = 100_000
 # Prolific times a submission out within 24 hours, and allows at least twice the estimate.
 MAX_ESTIMATED_MINUTES = 600
 MAX_PAGE_SIZE = 100
+# Prolific's bulk message reaches at most this many participants ("Send a broadcast": as many
+# as a bulk message, 4,000 by default).
+MAX_MESSAGE_RECIPIENTS = 4000
+# The filters that admit only (allowlist) or leave out (blocklist) a participant group's
+# members; selected_values are group ids ("Advanced filtering", Participant Groups).
+GROUP_ALLOWLIST = "participant_group_allowlist"
+GROUP_BLOCKLIST = "participant_group_blocklist"
 
 MIN_SECRET_BYTES = 16
 CODE_LENGTH = 10
@@ -84,13 +93,11 @@ def check_object_id(value: str, where: str) -> str:
     return value
 
 
-
 def check_whole(value: int, where: str, low: int, high: int, unit: str = "") -> int:
     # bool is an int; True places is a bug, not a number.
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValidationError(f"{value!r} is not a whole number{unit} in {low}..{high}", where)
     return value
-
 
 
 def check_text(value: str, where: str, limit: int, minimum: int = 1) -> str:
@@ -100,7 +107,6 @@ def check_text(value: str, where: str, limit: int, minimum: int = 1) -> str:
     if len(value) > limit:
         raise ValidationError(f"is {len(value)} characters long; shorten it to {limit}", where)
     return value
-
 
 
 def check_cents(value: int, where: str, high: int) -> int:
@@ -117,7 +123,6 @@ def check_cents(value: int, where: str, high: int) -> int:
             where,
         )
     return value
-
 
 
 def check_url(url: str, allow_http: bool, where: str) -> tuple[str, str, str, str, str]:
@@ -137,7 +142,6 @@ def check_url(url: str, allow_http: bool, where: str) -> tuple[str, str, str, st
     return parts.scheme, parts.netloc, parts.path, parts.query, parts.fragment
 
 
-
 def external_url(base_task_url: str, allow_http: bool = False) -> str:
     """The study URL Prolific sends participants to: the task URL with Prolific's placeholders."""
     scheme, netloc, path, query, fragment = check_url(base_task_url, allow_http, "task_url")
@@ -154,13 +158,11 @@ def external_url(base_task_url: str, allow_http: bool = False) -> str:
     return urlunsplit((scheme, netloc, path, f"{query}&{added}" if query else added, fragment))
 
 
-
 def completion_url(code: str) -> str:
     """Where our server sends a participant who is done, carrying their completion code."""
     if not isinstance(code, str) or not re.match(r"^[A-Za-z0-9]{1,64}$", code):
         raise ValidationError(f"{code!r} is not a completion code (letters and digits)", "code")
     return COMPLETE_URL + quote(code)
-
 
 
 def secret_key(secret: str | bytes) -> bytes:
@@ -174,7 +176,6 @@ def secret_key(secret: str | bytes) -> bytes:
     return key
 
 
-
 def completion_code(secret: str | bytes, session_id: str) -> str:
     """The code for one submission (Prolific's SESSION_ID): 10 uppercase letters and digits.
 
@@ -186,7 +187,6 @@ def completion_code(secret: str | bytes, session_id: str) -> str:
     return base64.b32encode(digest).decode()[:CODE_LENGTH]
 
 
-
 def code_matches(secret: str | bytes, session_id: str, code: str) -> bool:
     """Whether `code` (as the participant typed it: case and outer spaces ignored) is theirs."""
     expected = completion_code(secret, session_id)
@@ -195,3 +195,30 @@ def code_matches(secret: str | bytes, session_id: str, code: str) -> bool:
     # compare_digest: the time taken must not tell how many leading characters were right.
     return hmac.compare_digest(code.strip().upper().encode(), expected.encode())
 
+
+def check_participants(values: object, where: str, most: int) -> list[str]:
+    """1 to `most` distinct Prolific participant ids."""
+    if isinstance(values, str) or not isinstance(values, list | tuple):
+        raise ValidationError("must be a list of Prolific participant ids", where)
+    ids = [check_object_id(value, where) for value in values]
+    if not 1 <= len(ids) <= most or len(set(ids)) < len(ids):
+        raise ValidationError(f"name 1 to {most} participants, each once (got {len(ids)})", where)
+    return ids
+
+
+def excluding_group(filters: object, group_id: str) -> list[Any]:
+    """The study's filters with participant group `group_id` left out: added to a blocklist
+    filter already there (Prolific takes each filter once), or as a new one."""
+    check_object_id(group_id, "exclusion_group_id")
+    if filters is not None and not isinstance(filters, list):
+        raise ValidationError(
+            "must be a list of Prolific filters: see GET /api/v1/filters/", "filters"
+        )
+    out = [dict(item) if isinstance(item, Mapping) else item for item in filters or []]
+    for item in out:
+        if isinstance(item, dict) and item.get("filter_id") == GROUP_BLOCKLIST:
+            values = item.get("selected_values")
+            values = list(values) if isinstance(values, list) else []
+            item["selected_values"] = values if group_id in values else [*values, group_id]
+            return out
+    return [*out, {"filter_id": GROUP_BLOCKLIST, "selected_values": [group_id]}]

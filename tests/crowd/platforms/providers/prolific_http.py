@@ -32,6 +32,9 @@ def _handler(server: ProlificServer) -> type[BaseHTTPRequestHandler]:
         def do_PATCH(self) -> None:
             self._serve("PATCH")
 
+        def do_DELETE(self) -> None:
+            self._serve("DELETE")
+
         def _serve(self, method: str) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             parts = urlsplit(self.path)
@@ -69,8 +72,11 @@ def _handler(server: ProlificServer) -> type[BaseHTTPRequestHandler]:
             self._reply(status, json.dumps(result), "application/json")
 
         def _reply(self, status: int, text: str, content_type: str) -> None:
-            data = text.encode()
             self.send_response(status)
+            if status == 204:  # No Content: no body, and no Content-Length (RFC 9110)
+                self.end_headers()
+                return
+            data = text.encode()
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -6,8 +6,9 @@ BulkBonus, WorkspaceBalance, and the {"error": {...}} envelope), and checks what
 checks: the ``Token`` header, required and known study fields, whole-cent rewards, https study
 URLs, completion codes, the documented study and submission transitions, 100-character
 rejection messages and rejection categories, bonus CSV rows of participants of the study, and
-funds. Where the documents are silent it follows the official CLI (prolific-oss/cli), e.g. the
-``_links.next.href`` of list answers, and says so.
+funds. Messages and participant groups (and the group filters of a study, which decide who
+may start it) are in prolific_participants.py. Where the documents are silent it follows the
+official CLI (prolific-oss/cli), e.g. the ``_links.next.href`` of list answers, and says so.
 
 Hooks let tests play the participants (start, complete, return, time out) and the network
 (lose_next_response).
@@ -23,6 +24,14 @@ from typing import Any
 
 from tests.crowd.platforms.providers.local_server import LocalServer
 from tests.crowd.platforms.providers.prolific_http import _handler
+from tests.crowd.platforms.providers.prolific_participants import (
+    ROUTES as PARTICIPANT_ROUTES,
+)
+from tests.crowd.platforms.providers.prolific_participants import (
+    Message,
+    ParticipantGroup,
+    ParticipantOperations,
+)
 from tests.crowd.platforms.providers.prolific_state import (
     DEFAULT_PAGE_SIZE,
     HOLDS_PLACE,
@@ -46,10 +55,19 @@ from tests.crowd.platforms.providers.prolific_state import (
 )
 
 # ApiError and the records are imported from here by tests.
-__all__ = ["ApiError", "BulkBonus", "Payment", "ProlificServer", "Study", "Submission"]
+__all__ = [
+    "ApiError",
+    "BulkBonus",
+    "Message",
+    "ParticipantGroup",
+    "Payment",
+    "ProlificServer",
+    "Study",
+    "Submission",
+]
 
 
-class ProlificServer(LocalServer):
+class ProlificServer(LocalServer, ParticipantOperations):
     """Prolific on 127.0.0.1:<free port>, in a thread, for as long as the `with` block lasts."""
 
     def __init__(self, token: str = "test-token", balance: int = 100_000, links: bool = True):
@@ -70,6 +88,7 @@ class ProlificServer(LocalServer):
         self.lost: dict[str, list[bool]] = {}
         # Tests may point next-page links elsewhere, to check the client will not follow.
         self.link_origin: str | None = None
+        self._init_participants()
         self.listen(_handler(self))
 
     @property
@@ -88,6 +107,10 @@ class ProlificServer(LocalServer):
             if self._places_taken(study) >= study.fields["total_available_places"]:
                 raise ValueError(f"study {study_id} has no place left")
             participant = participant_id or self._new_id()
+            if not self.eligible(study, participant):
+                # Prolific never shows the study to them: its participant group filters
+                # leave them out.
+                raise PermissionError(f"participant {participant} may not take part in {study_id}")
             if any(
                 s.participant_id == participant and s.study_id == study_id
                 for s in self.submissions.values()
@@ -164,7 +187,7 @@ class ProlificServer(LocalServer):
         """(operation, HTTP status, answer, lost) where lost is None or how to lose it."""
         routed = [
             (operation, match)
-            for verb, pattern, operation in ROUTES
+            for verb, pattern, operation in (*ROUTES, *PARTICIPANT_ROUTES)
             if verb == method and (match := re.fullmatch(pattern, path))
         ]
         if not routed:
@@ -234,6 +257,7 @@ class ProlificServer(LocalServer):
             if name not in body:
                 raise _invalid(name, "This field is required.")
         fields = _check_study(body)
+        self.check_group_filters(fields.get("filters"))
         study = Study(self._new_id(), {"internal_name": None, **fields})
         self.studies[study.id] = study
         return 201, self._study_view(study)
