@@ -95,9 +95,12 @@ def test_provider_contract(name: str, settings: Settings, monkeypatch: pytest.Mo
         listed = provider.sync(settings, publication.remote, [task_id])
         mine = [s for s in listed if s.remote_id == binding.session_remote_id]
         assert [s.state for s in mine] == ["submitted"]
+        # What a block needs of the experimenter's account is set up before it (Prolific's
+        # exclusion group); the actions job does that for providers that keep an account.
+        account = provider.prepare_account(settings, {}, options, "contract", [])
         target = ActionTarget(
             binding.worker_external_id, binding.session_remote_id, mine[0].submission_id,
-            task_id, publication.remote,
+            task_id, publication.remote, account,
         )  # fmt: skip
         provider.perform(settings, "approve", target, {})
         ledger: dict[str, str] = {}

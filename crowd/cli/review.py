@@ -127,7 +127,13 @@ for _action, _needs, _help in (
     ("approve", False, "Approve (pay) the workers' submitted work and keep them."),
     ("reject", True, "Reject the workers' submitted work with feedback and exclude their data."),
     ("soft_reject", True, "Pay the workers' submitted work but leave their data out of analyses."),
-    ("block", True, "Block the workers from every study (on their platform too)."),
+    (
+        "block",
+        True,
+        "Block the workers from every study of yours (on their platform too: MTurk's block; "
+        "on Prolific your group of blocked participants, which every Prolific study you "
+        "publish excludes).",
+    ),
     ("unblock", False, "Undo a block."),
     ("note", True, "Add a note to the workers' audit trail."),
 ):
@@ -156,8 +162,12 @@ def bonus(study_id: int, worker_id: int, amount: str, reason: str, token: str | 
 @review.command("notify")
 @click.argument("study_id", type=int)
 @click.argument("worker_ids", type=int, nargs=-1, required=True)
-@click.option("--message", required=True, help="The text the workers get (MTurk e-mails it).")
-@click.option("--subject", default=None, help="Subject line (default: names the study).")
+@click.option("--message", required=True,
+              help="The text the workers get (MTurk e-mails it; Prolific sends a message about "
+              "the study, one bulk message for several workers).")  # fmt: skip
+@click.option("--subject", default=None,
+              help="Subject line (default: names the study; on Prolific it heads the "
+              "text).")  # fmt: skip
 @as_option
 @handle_errors
 def notify(study_id: int, worker_ids: tuple[int, ...], message: str, subject: str | None,

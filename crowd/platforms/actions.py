@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping, MutableMapping
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import InvalidAction, ValidationError
+from crowd.platforms.accounts import account, ensure_account
 from crowd.platforms.providers import PROVIDERS
 from crowd.platforms.providers.base import ActionTarget
 from crowd.queue.hooks import Event, own_transaction
@@ -136,6 +138,7 @@ def _target(session: Session, row: PlatformAction) -> ActionTarget:
             .order_by(Publication.id.desc())
             .limit(1)
         )
+    owner = _experimenter(session, row)
     return ActionTarget(
         worker_external_id=worker.external_id if worker else "",
         session_remote_id=platform_session.remote_id if platform_session else None,
@@ -145,7 +148,13 @@ def _target(session: Session, row: PlatformAction) -> ActionTarget:
             **(publication.options if publication else {}),
             **(publication.remote if publication else {}),
         },
+        account=account(session, owner, row.provider) if owner is not None else {},
     )
+
+
+def _experimenter(session: Session, row: PlatformAction) -> int | None:
+    study = session.get(Study, row.study_id) if row.study_id is not None else None
+    return study.experimenter_id if study is not None else None
 
 
 def perform_action(db: Database, settings: Settings, action_id: int) -> str:
@@ -161,9 +170,17 @@ def perform_action(db: Database, settings: Settings, action_id: int) -> str:
         if row.status != ActionStatus.PENDING:
             return f"platform action {action_id} is already {row.status}"
         provider = PROVIDERS.get(row.provider)
+        batched = row.action in provider.batched
         target = _target(session, row)
         action, params = row.action, dict(row.params)
+        owner = _experimenter(session, row)
+    if batched:
+        return perform_batch(db, settings, action_id)
     try:
+        if action == "block" and provider.keeps_account and owner is not None:
+            # The platform's exclusion (Prolific's group) is made before anyone is put in it.
+            kept = ensure_account(db, settings, provider.name, owner, target.publication)
+            target = replace(target, account=kept)
         result = provider.perform(settings, action, target, params, ActionLedger(db, action_id))
     except Exception as error:
         with db.session() as session:
@@ -191,6 +208,78 @@ def perform_action(db: Database, settings: Settings, action_id: int) -> str:
                     SessionState.APPROVED if action == "approve" else SessionState.REJECTED
                 )
     return f"platform action {action_id} ({action}) done"
+
+
+def perform_batch(db: Database, settings: Settings, action_id: int) -> str:
+    """Make a batched platform call (Provider.batched: Prolific's bulk message) for this
+    action and the study's other pending ones with the same params, up to the provider's most.
+
+    They are claimed in one transaction (result["batch"] names the action whose job sends
+    them; their own jobs then have nothing to do), sent outside any transaction, and marked
+    done, or failed for good, together. A retry after a partial failure sends only what the
+    ledger does not note as sent.
+    """
+    with db.session() as session:
+        row = session.get(PlatformAction, action_id, with_for_update=True)
+        if row is None:
+            return f"platform action {action_id} does not exist"
+        if row.status != ActionStatus.PENDING:
+            return f"platform action {action_id} is already {row.status}"
+        leader = (row.result or {}).get("batch", action_id)
+        if leader != action_id:
+            return f"platform action {action_id} is sent with platform action {leader}"
+        provider = PROVIDERS.get(row.provider)
+        batch = [row]
+        if row.study_id is not None:
+            pending = session.scalars(
+                select(PlatformAction)
+                .where(
+                    PlatformAction.provider == row.provider,
+                    PlatformAction.action == row.action,
+                    PlatformAction.study_id == row.study_id,
+                    PlatformAction.status == ActionStatus.PENDING,
+                    PlatformAction.id != row.id,
+                )
+                .order_by(PlatformAction.id)
+                .with_for_update()
+            ).all()
+            batch += [
+                other
+                for other in pending
+                if other.params == row.params
+                and (other.result or {}).get("batch", action_id) == action_id
+            ]
+        batch = batch[: provider.batched[row.action]]
+        for member in batch:
+            member.result = {**(member.result or {}), "batch": action_id}
+        targets = [_target(session, member) for member in batch]
+        ids = [member.id for member in batch]
+        action, params = row.action, dict(row.params)
+    try:
+        result = provider.perform_many(
+            settings, action, targets, params, ActionLedger(db, action_id)
+        )
+    except Exception as error:
+        with db.session() as session:
+            members = [m for m in (session.get(PlatformAction, i) for i in ids) if m is not None]
+            for member in members:
+                member.attempts += 1
+                member.last_error = f"{type(error).__name__}: {error}"[:2000]
+            # The call is the leader's (listed first): its attempts decide when to give up.
+            if members and members[0].attempts >= MAX_ACTION_ATTEMPTS:
+                for member in members:
+                    member.status = ActionStatus.FAILED
+                log.error("platform actions %s failed for good: %s", ids, error)
+                return f"platform actions {ids} failed: {error}"
+        raise
+    with db.session() as session:
+        for done in (session.get(PlatformAction, i) for i in ids):
+            if done is not None:
+                done.attempts += 1
+                done.status = ActionStatus.DONE
+                done.done_at = utcnow()
+                done.result = {**(done.result or {}), **result}
+    return f"platform action {action_id} ({action}) done for {len(ids)} worker(s): {ids}"
 
 
 class ActionLedger(MutableMapping[str, str]):

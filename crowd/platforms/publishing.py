@@ -5,12 +5,14 @@ studies); closing tasks early and extending them."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import NotFound, StudyNotOpen, ValidationError
+from crowd.platforms.accounts import prepared_account
 from crowd.platforms.providers import PROVIDERS
 from crowd.platforms.providers.base import StudyRef
 from crowd.settings import Settings
@@ -107,7 +109,15 @@ def publish(
         # The same token for the same (study, provider, n-th publication): a publish retried
         # after a lost answer or a failed commit finds what the first try created.
         token = f"crowd-{study.id}-{name}-{(earlier or 0) + 1}"
-        made = provider.publish(settings, ref, settings.base_url, checked[name], token)
+        # E.g. Prolific's group of the experimenter's blocked workers, which the study excludes.
+        kept = (
+            prepared_account(session, settings, name, study.experimenter_id, checked[name])
+            if provider.keeps_account
+            else {}
+        )
+        made = provider.publish(
+            settings, replace(ref, account=kept), settings.base_url, checked[name], token
+        )
         publication = Publication(
             study_id=study.id, provider=name, options=checked[name], remote=made.remote
         )

@@ -10,6 +10,7 @@ from crowd.storage.outbox import OutboxEvent
 from crowd.storage.platforms import (
     CLOSED_SESSION_STATES,
     ActionStatus,
+    PlatformAccount,
     PlatformAction,
     PlatformSession,
     Publication,
@@ -65,6 +66,7 @@ __all__ = [
     "RunStatus",
     "CLOSED_SESSION_STATES",
     "ActionStatus",
+    "PlatformAccount",
     "PlatformAction",
     "PlatformSession",
     "Publication",

@@ -135,3 +135,19 @@ class PlatformAction(Base):
     result: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     done_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class PlatformAccount(Base):
+    """What we keep of an experimenter's account on a platform, set up once by the provider:
+    on Prolific, the participant group of the workers they blocked, which every study
+    published for them excludes ({"exclusion_group_id", "workspace_id"})."""
+
+    __tablename__ = "platform_accounts"
+    __table_args__ = (UniqueConstraint("experimenter_id", "provider"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    experimenter_id: Mapped[int] = mapped_column(ForeignKey("experimenters.id"))
+    provider: Mapped[str] = mapped_column(String(50))
+    settings: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

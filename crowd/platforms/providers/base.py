@@ -36,6 +36,9 @@ class StudyRef:
     # Answers the study still needs: real items times annotations per item.
     work_slots: int = 0
     title: str = ""
+    # What we keep of the experimenter's account on the platform published to (Prolific: the
+    # participant group of the workers they blocked), set up by Provider.prepare_account.
+    account: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,8 @@ class ActionTarget:
     submission_id: str | None = None
     task_remote_id: str | None = None
     publication: Mapping[str, Any] = field(default_factory=dict)
+    # What we keep of the experimenter's account on the platform (see StudyRef.account).
+    account: Mapping[str, Any] = field(default_factory=dict)
 
 
 def with_defaults(
@@ -126,6 +131,13 @@ class Provider(ABC):
     open_signup: ClassVar[bool] = False
     # Whether workers arrive on our external page with the platform's query parameters.
     external_page: ClassVar[bool] = False
+    # Whether we keep something of each experimenter's account on the platform (Prolific: the
+    # group of the workers they blocked), set up by prepare_account before publishing and
+    # before a block.
+    keeps_account: ClassVar[bool] = False
+    # Actions one call makes for several workers, with the most per call (Prolific's bulk
+    # message): queued ones of a study with the same params go out together (perform_many).
+    batched: ClassVar[Mapping[str, int]] = {}
 
     def validate_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """Publish options with defaults filled in; this crowd takes none."""
@@ -170,6 +182,32 @@ class Provider(ABC):
         Prolific bonus records each step in it before the next call).
         """
         return {}
+
+    def perform_many(
+        self,
+        settings: Settings,
+        action: str,
+        targets: Sequence[ActionTarget],
+        params: Mapping[str, Any],
+        ledger: MutableMapping[str, str],
+    ) -> dict[str, Any]:
+        """Make one of the `batched` actions for several workers at once; `ledger` notes what
+        went out, so that a retry after a partial failure sends only the rest."""
+        raise InvalidAction(f"{self.name} makes {action} for one worker at a time")
+
+    def prepare_account(
+        self,
+        settings: Settings,
+        account: Mapping[str, Any],
+        options: Mapping[str, Any],
+        owner: str,
+        blocked: Sequence[str],
+    ) -> dict[str, Any]:
+        """What the experimenter's account on the platform needs before publishing or
+        blocking, made once (see keeps_account): `account` is what we keep of it, `options`
+        the publication's, `owner` the experimenter's name, `blocked` the external ids of the
+        workers they blocked. Returns `account` with whatever was made."""
+        return dict(account)
 
     def check_action(self, action: str, params: Mapping[str, Any]) -> None:
         """Refuse, when it is decided, a call the platform would refuse when it is made."""

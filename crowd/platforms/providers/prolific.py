@@ -2,8 +2,12 @@
 
 A participant does up to `items_per_session` items; our server issues a completion code per
 submission only once the answers are stored, and the sync checks that the code a submission
-was entered with is the one we issued. The calls are in prolific_api.py, what Prolific
-accepts (ids, amounts, the study URL, completion codes) in prolific_checks.py.
+was entered with is the one we issued. A block puts the participant in the experimenter's
+participant group of blocked participants, which every study we publish for them excludes
+(a participant_group_blocklist filter), so they cannot take part in any of them; notify sends
+Prolific messages (one bulk message for several participants of a study). The calls are in
+prolific_api.py and prolific_participants.py, what Prolific accepts (ids, amounts, the study
+URL, completion codes) in prolific_checks.py.
 """
 
 from __future__ import annotations
@@ -57,9 +61,11 @@ OPTION_HELP: dict[str, str] = {
     "name": "study name shown to participants (default: the HIT type's title)",
     "description": "study description",
     "devices": "list of desktop, tablet, mobile (default all)",
-    "filters": "Prolific eligibility filters, passed through",
+    "filters": "Prolific eligibility filters, passed through (the group of participants the "
+    "experimenter blocked is added as a participant_group_blocklist filter)",
     "project": "Prolific project id",
-    "workspace_id": "workspace id, for `crowd prolific balance`",
+    "workspace_id": "workspace id: where the group of blocked participants is made (default: "
+    "the token's only workspace), and for `crowd prolific balance`",
 }
 DEFAULTS: dict[str, Any] = {
     "items_per_session": 10,
@@ -97,6 +103,9 @@ class ProlificProvider(Provider):
     name: ClassVar[str] = "prolific"
     remote: ClassVar[bool] = True
     external_page: ClassVar[bool] = True
+    # The experimenter's participant group of blocked workers, which their studies exclude.
+    keeps_account: ClassVar[bool] = True
+    batched: ClassVar[Mapping[str, int]] = {"notify": prolific_checks.MAX_MESSAGE_RECIPIENTS}
 
     def validate_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         checked = with_defaults("Prolific", options, OPTION_HELP, DEFAULTS, "1.50")
@@ -136,6 +145,11 @@ class ProlificProvider(Provider):
         # http only against a stand-in of Prolific (development): Prolific wants https.
         development = settings.prolific_api_url != prolific_api.DEFAULT_BASE_URL
         client = self._client(settings)
+        group = study.account.get("exclusion_group_id")
+        filters = options["filters"]
+        if group:
+            # The experimenter's blocked workers, then and later, never see the study.
+            filters = prolific_checks.excluding_group(filters, str(group))
         created = client.create_study(
             name=options["name"] or f"{study.title or study.hit_type}: {study.name}",
             internal_name=token,
@@ -148,7 +162,7 @@ class ProlificProvider(Provider):
             maximum_allowed_time=options["maximum_minutes"],
             reward=options["reward_cents"],
             device_compatibility=options["devices"],
-            filters=options["filters"],
+            filters=filters,
             project=options["project"],
             allow_http=development,
         )
@@ -157,7 +171,7 @@ class ProlificProvider(Provider):
         return Publication(
             provider=self.name,
             urls={"page": page, "study": f"https://app.prolific.com/researcher/studies/{study_id}"},
-            remote={"study_id": study_id, "places": places},
+            remote={"study_id": study_id, "places": places, "exclusion_group_id": group},
             tasks=(RemoteTaskSpec(remote_id=study_id, places=places),),
         )
 
@@ -209,11 +223,97 @@ class ProlificProvider(Provider):
                 ledger,
             )
             return {"bonus_id": bonus_id}
-        if action in ("block", "unblock", "notify", "grant_qualification"):
-            # Prolific's API has no per-researcher block or qualification: blocked workers
-            # get no items from us (crowd.quality.standing.blocked_by); say so in the record.
-            return {"platform": f"Prolific has no {action} call: kept on our side only"}
+        if action == "notify":
+            return self.perform_many(settings, action, [target], params, ledger or {})
+        if action in ("block", "unblock"):
+            return self._exclude(client, action, target)
+        if action == "grant_qualification":
+            # Prolific has no qualifications: a follow-up study admits a participant group
+            # (participant_group_allowlist) instead.
+            return {"platform": "Prolific has no qualification call: kept on our side only"}
         raise ValidationError(f"Prolific has no action {action!r}", "action")
+
+    def _exclude(
+        self, client: prolific_api.ProlificClient, action: str, target: ActionTarget
+    ) -> dict[str, Any]:
+        """Put a blocked participant in the experimenter's exclusion group (every study we
+        publish for them leaves the group out), or take them out of it on unblock."""
+        group = str(target.account.get("exclusion_group_id") or "")
+        if not group:
+            if action == "unblock":
+                return {"platform": "no exclusion group on Prolific yet: nothing to undo there"}
+            raise ConfigurationError(
+                "the experimenter has no Prolific exclusion group to block the participant in: "
+                "it is made on their next Prolific publish or block"
+            )
+        who = [target.worker_external_id]
+        if action == "block":
+            client.add_to_group(group, who)
+        else:
+            client.remove_from_group(group, who)
+        return {"exclusion_group_id": group}
+
+    def perform_many(
+        self,
+        settings: Settings,
+        action: str,
+        targets: Sequence[ActionTarget],
+        params: Mapping[str, Any],
+        ledger: MutableMapping[str, str],
+    ) -> dict[str, Any]:
+        """A message to participants: one message, or a bulk one, per Prolific study they took
+        part in (a message is about a study). The ledger notes who got it, per study."""
+        if action != "notify":
+            return super().perform_many(settings, action, targets, params, ledger)
+        subject = str(params.get("subject") or "").strip()
+        message = str(params.get("message") or "").strip()
+        # Prolific's messages have no subject line: it heads the text.
+        body = f"{subject}\n\n{message}" if subject else message
+        by_study: dict[str, list[str]] = {}
+        for target in targets:
+            study_id = target.task_remote_id or str(target.publication.get("study_id") or "")
+            if not study_id:
+                raise ValidationError(
+                    f"participant {target.worker_external_id} has no Prolific study to be "
+                    "messaged about: publish the study to Prolific first",
+                    "study_id",
+                )
+            by_study.setdefault(study_id, []).append(target.worker_external_id)
+        client = self._client(settings)
+        for study_id, participants in by_study.items():
+            key = f"message {study_id}"
+            sent = ledger.get(key, "").split()
+            todo = [p for p in dict.fromkeys(participants) if p not in sent]
+            if todo:
+                client.send_message(todo, body, study_id)
+                ledger[key] = " ".join([*sent, *todo])
+        return {"messaged": {study: sorted(set(ids)) for study, ids in by_study.items()}}
+
+    def prepare_account(
+        self,
+        settings: Settings,
+        account: Mapping[str, Any],
+        options: Mapping[str, Any],
+        owner: str,
+        blocked: Sequence[str],
+    ) -> dict[str, Any]:
+        """The experimenter's exclusion group, made once in the workspace of the publish
+        options' workspace_id (or the token's only workspace), with the participants they
+        had blocked already."""
+        if account.get("exclusion_group_id"):
+            return dict(account)
+        client = self._client(settings)
+        workspace = str(options.get("workspace_id") or "") or _only_workspace(client)
+        group = client.create_group(
+            name=f"crowd: blocked by {owner}"[: prolific_checks.MAX_NAME],
+            workspace_id=workspace,
+            description=(
+                f"Participants that {owner} blocked in crowd; every study crowd publishes for "
+                f"{owner} excludes this group. Unblock them with `crowd review unblock`."
+            ),
+            participant_ids=[p for p in dict.fromkeys(blocked) if ID.match(p)],
+        )
+        return {**account, "exclusion_group_id": str(group["id"]), "workspace_id": workspace}
 
     def sync(
         self, settings: Settings, publication: Mapping[str, Any], task_ids: Sequence[str]
@@ -273,3 +373,15 @@ class ProlificProvider(Provider):
         if not workspace:
             return {"user": self._client(settings).me().get("id")}
         return self._client(settings).balance(str(workspace))
+
+
+def _only_workspace(client: prolific_api.ProlificClient) -> str:
+    found = [str(w.get("id")) for w in client.workspaces() if w.get("id")]
+    if len(found) != 1:
+        raise ValidationError(
+            f"the Prolific token's researcher is in {len(found)} workspaces: name the one "
+            "whose studies exclude the blocked participants with the publish option "
+            "workspace_id",
+            "workspace_id",
+        )
+    return found[0]
