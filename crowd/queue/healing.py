@@ -27,7 +27,7 @@ from rq.job import Job
 from rq.scheduler import RQScheduler
 
 from crowd.queue import ALL_QUEUES, SERIALIZER, fetch_job, job_queue
-from crowd.queue.hooks import SweepContext, every_sweep
+from crowd.queue.hooks import QUEUE_LANE, SweepContext, every_sweep
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +140,6 @@ def requeue_orphans(connection: redis.Redis, ttl: float = HEARTBEAT_TTL) -> int:
     return requeued
 
 
-@every_sweep("orphan-jobs", order=-20)
+@every_sweep("orphan-jobs", order=-20, lane=QUEUE_LANE)
 def sweep_orphans(sweep_context: SweepContext) -> None:
     requeue_orphans(sweep_context.connection)

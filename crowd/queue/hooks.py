@@ -162,6 +162,9 @@ class Sweep:
     order: int
     every: Callable[[Settings], float] | None = None
     burst: bool = False
+    # Sweeps of one lane run in turn, in one thread of `crowd worker`; lanes run side by
+    # side, so a slow platform sync never holds up the queue's own sweeps.
+    lane: str = "features"
     serial: int = field(default_factory=lambda: next(_serial))
 
 
@@ -173,21 +176,28 @@ def every_sweep(
     order: int = 0,
     every: Callable[[Settings], float] | None = None,
     burst: bool = False,
+    lane: str = "features",
 ) -> Callable[[SweepT], SweepT]:
-    """Register `fn(context)` as the sweep `name`, run in `order` (lowest first)."""
+    """Register `fn(context)` as the sweep `name`, run in `order` (lowest first) within
+    its `lane`."""
 
     def register(fn: SweepT) -> SweepT:
         existing = _sweeps.get(name)
         if existing is not None and _name(existing.run) != _name(fn):
             raise RegistryError(f"sweep {name!r} is already registered: {_name(existing.run)}")
-        _sweeps[name] = Sweep(name, fn, order, every, burst)
+        _sweeps[name] = Sweep(name, fn, order, every, burst, lane)
         return fn
 
     return register
 
 
-def sweeps() -> list[Sweep]:
-    return sorted(_sweeps.values(), key=lambda sweep: (sweep.order, sweep.serial))
+QUEUE_LANE = "queue"
+
+
+def sweeps(lane: str | None = None) -> list[Sweep]:
+    """The registered sweeps (of `lane`, or all), in their order."""
+    chosen = [sweep for sweep in _sweeps.values() if lane is None or sweep.lane == lane]
+    return sorted(chosen, key=lambda sweep: (sweep.order, sweep.serial))
 
 
 # -- hooks on commits ------------------------------------------------------------------------

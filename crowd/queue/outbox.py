@@ -15,7 +15,7 @@ from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
 from crowd.queue import EVENTS, failed, fetch_job, job_queue, resting
-from crowd.queue.hooks import SweepContext, every_sweep, install_commit_hooks
+from crowd.queue.hooks import QUEUE_LANE, SweepContext, every_sweep, install_commit_hooks
 from crowd.storage import Database, OutboxEvent, utcnow
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ def sweep(db: Database, connection: redis.Redis, grace_seconds: float | None = N
     """Re-enqueue unprocessed events whose job Redis does not hold; returns how many."""
     grace = SWEEP_GRACE if grace_seconds is None else timedelta(seconds=grace_seconds)
     cutoff = utcnow() - grace
-    with db.session() as session:
+    with db.read_session() as session:
         pending = session.execute(
             select(OutboxEvent.id, OutboxEvent.attempts)
             .where(OutboxEvent.processed_at.is_(None), OutboxEvent.created_at < cutoff)
@@ -98,7 +98,7 @@ def sweep(db: Database, connection: redis.Redis, grace_seconds: float | None = N
     return done
 
 
-@every_sweep("outbox", order=0, burst=True)
+@every_sweep("outbox", order=0, burst=True, lane=QUEUE_LANE)
 def sweep_outbox(sweep_context: SweepContext) -> None:
     """Each sweep round; between burst rounds without the grace (nothing else enqueues)."""
     grace = 0 if sweep_context.burst else None

@@ -112,20 +112,21 @@ def run_worker(
         finally:
             heartbeat.stop()
     sweep_context = SweepContext(settings, ctx.db, connection)
-    thread = threading.Thread(target=_sweeper, args=(sweep_context, stop), name="outbox-sweep",
-                              daemon=True)  # fmt: skip
-    thread.start()
+    for lane in sorted({registered.lane for registered in sweeps()}):
+        threading.Thread(target=_sweeper, args=(sweep_context, lane, stop),
+                         name=f"sweeps-{lane}", daemon=True).start()  # fmt: skip
     heartbeat.start()
     wait = FIRST_WAIT
     try:
         while not stop.is_set():
-            worker = _new_worker(listened, connection, stop, heartbeat)
             started = time.monotonic()
             try:
+                # A new RQ worker each time: its registration went with the Redis it had.
+                worker = _new_worker(listened, connection, stop, heartbeat)
                 # The scheduler runs in the heartbeat thread, not in a process RQ forks.
                 worker.work(logging_level="INFO")
             except redis.RedisError as error:
-                log.warning("worker %s: Redis went away (%s)", worker.name, error)
+                log.warning("the RQ worker lost Redis: %s", error)
             _stop_on_signals(stop)  # RQ's handlers would raise out of the wait below
             if stop.is_set():
                 break
@@ -170,11 +171,11 @@ def _burst(settings: Settings, db: Database, connection: redis.Redis, worker: _W
     return _jobs_done(listened) - before
 
 
-def _sweeper(sweep_context: SweepContext, stop: threading.Event) -> None:
+def _sweeper(sweep_context: SweepContext, lane: str, stop: threading.Event) -> None:
     settings = sweep_context.settings
     last_run: dict[str, float] = {}
     while not stop.wait(settings.sweep_interval):
-        for registered in sweeps():
+        for registered in sweeps(lane):
             if registered.every is not None:
                 if time.monotonic() - last_run.get(registered.name, 0.0) < (
                     registered.every(settings)
