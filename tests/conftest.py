@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -186,3 +187,11 @@ def join(
         response = client.post("/api/work/join", json={"provider": "local", "name": name})
     assert response.status_code == 201, response.get_json()
     return {"X-Crowd-Worker": response.get_json()["worker_token"]}
+
+
+def log_in_to_dashboard(client: FlaskClient, api_key: str) -> Any:
+    """Post the dashboard's login form as a browser does: with the token its page carries."""
+    page = client.get("/dashboard/login").get_data(as_text=True)
+    token = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert token is not None, "the login form carries no CSRF token"
+    return client.post("/dashboard/login", data={"api_key": api_key, "csrf": token[1]})

@@ -83,9 +83,11 @@ def _error_json(error: CrowdError) -> dict[str, Any]:
 
 
 def init_app(app: Flask) -> None:
-    from crowd.web import api, dashboard, game, openapi, review, webhooks, work
+    from crowd.web import api, csrf, dashboard, game, openapi, review, webhooks, work
 
     app.json = CheckedJSONProvider(app)
+    # First of the request hooks: a cross-origin post is refused before anything reads it.
+    csrf.init_app(app)
     # Before any blueprint: rules bind their converters when they are added.
     app.url_map.converters["int"] = IdConverter
 

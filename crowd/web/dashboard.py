@@ -13,8 +13,12 @@ from crowd.exceptions import AuthenticationError, NotFound
 from crowd.ml import reward as training
 from crowd.storage import Experimenter, Report, Study
 from crowd.studies import lifecycle as studies
+from crowd.web import csrf
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
+# The login and logout forms carry their token (crowd.web.csrf): another site cannot log a
+# visitor in to its own account or out of theirs.
+csrf.protect_forms(bp)
 RUNS_SHOWN = 5
 
 

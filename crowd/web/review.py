@@ -1,18 +1,17 @@
 """The reviewer UI: log in (experimenter or reviewer), see workers with their QC evidence,
 act on them one by one or in bulk by rule, read the audit log.
 
-Forms post with a per-session CSRF token; the session cookie is HttpOnly and SameSite.
+Forms post with a per-session CSRF token (crowd.web.csrf); the session cookie is HttpOnly and
+SameSite=Lax.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from typing import Any
 
 from flask import (
     Blueprint,
-    abort,
     flash,
     redirect,
     render_template,
@@ -29,30 +28,11 @@ from crowd.context import platform
 from crowd.exceptions import AuthenticationError, CrowdError, NotFound
 from crowd.storage import Experimenter, Role, Study, User
 from crowd.studies import lifecycle as studies
+from crowd.web import csrf
 
 bp = Blueprint("review", __name__, url_prefix="/review")
-
-
-def _csrf_token() -> str:
-    token = session.get("csrf")
-    if not isinstance(token, str):
-        token = secrets.token_urlsafe(32)
-        session["csrf"] = token
-    return token
-
-
-def _check_csrf() -> None:
-    sent = request.form.get("csrf", "")
-    # Compared as bytes: compare_digest refuses str with non-ASCII characters (a TypeError,
-    # so a 500) and anyone can post those.
-    expected = str(session.get("csrf", ""))
-    if not sent or not secrets.compare_digest(sent.encode(), expected.encode()):
-        abort(400, "the form expired: reload the page and try again")
-
-
-@bp.app_context_processor
-def _inject_csrf() -> dict[str, Any]:
-    return {"csrf_token": _csrf_token}
+# Every post, the login and logout included, carries its form's token (crowd.web.csrf).
+csrf.protect_forms(bp)
 
 
 def _who(db: Session) -> tuple[review.Reviewer, int] | None:
@@ -82,7 +62,6 @@ def _study(db: Session, study_id: int, experimenter_id: int) -> Study:
 def login() -> Any:
     error = None
     if request.method == "POST":
-        _check_csrf()
         try:
             with platform().db.session() as db:
                 user = check_login(
@@ -163,7 +142,6 @@ def worker_page(study_id: int, worker_id: int) -> Any:
 
 def _post_action(study_id: int, do: Callable[[Session, Study, review.Reviewer], str]) -> bool:
     """Run one form action as the logged-in person; False when nobody is logged in."""
-    _check_csrf()
     try:
         with platform().db.session() as db:
             who = _who(db)

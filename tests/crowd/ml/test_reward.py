@@ -26,7 +26,7 @@ from crowd.studies.annotations import AnnotationRecord, import_annotations
 from models.backbones import build_tiny_encoder
 from models.reward.mock import MockLabeler, mock_comparisons
 from models.reward.model import RewardModel
-from tests.conftest import join
+from tests.conftest import join, log_in_to_dashboard
 
 TESTER = Reviewer("tester", Role.EXPERIMENTER)
 GOOD = ("wonderful", "happy", "great", "lovely", "bright")
@@ -246,7 +246,7 @@ def test_the_api_queues_runs_and_the_dashboard_shows_them(
     bad = client.post(f"/api/studies/{study_id}/reward-models",
                       json={"settings": {"epochs": 0}}, headers=auth)  # fmt: skip
     assert bad.status_code == 422 and "epochs" in bad.json["error"]
-    client.post("/dashboard/login", data={"api_key": api_key})
+    assert log_in_to_dashboard(client, api_key).status_code == 302
     page = client.get("/dashboard/").get_data(as_text=True)
     assert "Reward models" in page and "waiting for a crowd-models worker" in page
     run_worker(settings, burst=True, queues=("crowd-models",))

@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
-from tests.conftest import join, passage
+from tests.conftest import join, log_in_to_dashboard, passage
 from tests.crowd.work.test_assignments import play
 
 
@@ -153,8 +153,8 @@ def test_dashboard_needs_a_key_and_lists_studies(
 ) -> None:
     make_study()
     assert client.get("/dashboard/").status_code == 302
-    assert client.post("/dashboard/login", data={"api_key": "crowd_x_y"}).status_code == 401
-    client.post("/dashboard/login", data={"api_key": api_key})
+    assert log_in_to_dashboard(client, "crowd_x_y").status_code == 401
+    assert log_in_to_dashboard(client, api_key).status_code == 302
     page = client.get("/dashboard/").get_data(as_text=True)
     assert "test study" in page and "boundary" in page
 
