@@ -14,11 +14,16 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import delete, select
 
+from crowd.platforms.providers import PROVIDERS
+from crowd.platforms.providers.base import ActionTarget
+from crowd.platforms.providers.prolific_api import ProlificClient
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from crowd.storage import ActionStatus, Database, PlatformAccount, PlatformAction, Worker
 from tests.conftest import passage
 from tests.crowd.platforms.providers.prolific_server import ProlificServer
+from tests.crowd.platforms.providers.prolific_support import done
+from tests.crowd.platforms.providers.prolific_support import publish as publish_study
 from tests.crowd.platforms.providers.test_mturk_provider import do_items, open_page, worker_header
 
 # The stand-in and settings pointing at it, shared with the other Prolific provider tests.
@@ -178,3 +183,25 @@ def test_a_block_with_no_group_yet_makes_it_once_with_everyone_blocked_before(
     for participant in (first, second):
         with pytest.raises(PermissionError):
             prolific.start_submission(other_remote, participant)
+
+
+def test_a_notification_goes_per_prolific_study_and_a_retry_skips_who_got_it(
+    prolific: ProlificServer, settings: Settings
+) -> None:
+    client = ProlificClient(prolific.token, base_url=prolific.base_url)
+    studies = [publish_study(client), publish_study(client)]
+    taking_part = studies * 2  # two participants in each
+    ids = [prolific.submissions[done(prolific, study)].participant_id for study in taking_part]
+    targets = [
+        ActionTarget(who, task_remote_id=study) for who, study in zip(ids, taking_part, strict=True)
+    ]
+    # A retry after the first study's message went out and the second one's failed.
+    ledger = {f"message {studies[0]}": f"{ids[0]} {ids[2]}"}
+    params = {"subject": "", "message": "Thanks!"}
+    result = PROVIDERS.get("prolific").perform_many(settings, "notify", targets, params, ledger)
+    assert [(m.recipient_id, m.study_id) for m in prolific.messages] == [
+        (ids[1], studies[1]),
+        (ids[3], studies[1]),
+    ]
+    assert ledger[f"message {studies[1]}"] == f"{ids[1]} {ids[3]}"
+    assert result == {"messaged": {studies[0]: sorted(ids[0::2]), studies[1]: sorted(ids[1::2])}}
