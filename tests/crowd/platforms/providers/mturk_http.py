@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import random
+import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -13,6 +13,7 @@ from tests.crowd.platforms.providers.mturk_state import (
     CREDENTIAL_SCOPE,
     TARGET_PREFIX,
     RequestError,
+    ResponseCut,
 )
 
 if TYPE_CHECKING:
@@ -35,9 +36,13 @@ def _handler(server: MTurkServer) -> type[BaseHTTPRequestHandler]:
             if self.path.split("?")[0] == "/mturk/externalSubmit":
                 self._external_submit(raw)
                 return
+            request_id = str(uuid.uuid4())
             try:
                 operation, body = self._parse(raw)
-                result = server.handle(operation, body)
+                result = server.handle(operation, body, request_id)
+            except ResponseCut:
+                self.close_connection = True  # handled, but no answer goes back
+                return
             except RequestError as error:
                 status = 500 if error.kind == "ServiceFault" else 400
                 self._reply(
@@ -47,9 +52,10 @@ def _handler(server: MTurkServer) -> type[BaseHTTPRequestHandler]:
                         "Message": error.message,
                         "TurkErrorCode": error.turk_code,
                     },
+                    request_id,
                 )
                 return
-            self._reply(200, result)
+            self._reply(200, result, request_id)
 
         def _parse(self, raw: bytes) -> tuple[str, dict[str, Any]]:
             if self.path != "/":
@@ -87,12 +93,12 @@ def _handler(server: MTurkServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(page)
 
-        def _reply(self, status: int, payload: dict[str, Any]) -> None:
+        def _reply(self, status: int, payload: dict[str, Any], request_id: str) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", CONTENT_TYPE)
             self.send_header("Content-Length", str(len(data)))
-            self.send_header("x-amzn-RequestId", f"{random.getrandbits(64):016x}")
+            self.send_header("x-amzn-RequestId", request_id)
             self.end_headers()
             self.wfile.write(data)
 

@@ -10,6 +10,7 @@ from typing import Any
 from tests.crowd.platforms.providers.mturk_state import (
     ID_CHARS,
     MAX_AUTO_APPROVAL,
+    TOKEN_TTL,
     Assignment,
     Hit,
     HitType,
@@ -17,6 +18,7 @@ from tests.crowd.platforms.providers.mturk_state import (
     RequestError,
     _amount,
     _assignment_view,
+    _bonus_view,
     _check_external_question,
     _check_qualifications,
     _fee,
@@ -40,7 +42,15 @@ class MTurkOperations:
     notifications: list[tuple[list[str], str, str]]
     qualifications: dict[tuple[str, str], int]
     expirations: dict[str, float]
-    tokens: dict[tuple[str, str], str]
+    # (operation, token) -> (what it made, when, the request's id)
+    tokens: dict[tuple[str, str], tuple[str, float, str]]
+    # Seconds added to the clock: pass_time() lets a test wait out the 24 hours of a token.
+    skew: float
+    # The id of the request being handled (MTurk's x-amzn-RequestId).
+    request_id: str
+
+    def now(self) -> float:
+        return time.time() + self.skew
 
     def _new_id(self) -> str:
         return "3" + "".join(self.rng.choice(ID_CHARS) for _ in range(29))
@@ -72,8 +82,16 @@ class MTurkOperations:
         self.balance -= total
         self.payments.append(payment)
 
-    def _seen(self, operation: str, token: str | None) -> str | None:
-        return self.tokens.get((operation, token)) if token else None
+    def _seen(self, operation: str, token: str | None) -> tuple[str, str] | None:
+        """What an earlier request with `token` made and that request's id, for 24 hours."""
+        earlier = self.tokens.get((operation, token)) if token else None
+        if earlier is None or self.now() - earlier[1] > TOKEN_TTL:
+            return None
+        return earlier[0], earlier[2]
+
+    def _remember(self, operation: str, token: str | None, made: str) -> None:
+        if token:
+            self.tokens[(operation, token)] = (made, self.now(), self.request_id)
 
     # -- operations ------------------------------------------------------------------------
 
@@ -134,9 +152,10 @@ class MTurkOperations:
                 "AWS.MechanicalTurk.HITTypeDoesNotExist",
             )
         token = body.get("UniqueRequestToken")
-        earlier = self._seen("CreateHITWithHITType", token)
+        # CreateHIT and CreateHITWithHITType make HITs alike: one token, one HIT.
+        earlier = self._seen("CreateHIT", token)
         if earlier is not None:
-            named = f" The HIT is {earlier}." if self.hit_id_in_duplicate else ""
+            named = f" The HIT is {earlier[0]}." if self.hit_id_in_duplicate else ""
             raise RequestError(
                 f'The idempotency token "{token}" has already been processed.{named}',
                 "AWS.MechanicalTurk.HitAlreadyExists",
@@ -155,12 +174,21 @@ class MTurkOperations:
             lifetime=lifetime,
             max_assignments=max_assignments,
             annotation=body.get("RequesterAnnotation"),
-            created=time.time(),
+            created=self.now(),
         )
         self.hits[hit.id] = hit
-        if token:
-            self.tokens[("CreateHITWithHITType", token)] = hit.id
+        self._remember("CreateHIT", token, hit.id)
         return {"HIT": self._hit_view(hit)}
+
+    def op_CreateHIT(self, body: dict[str, Any]) -> dict[str, Any]:
+        """CreateHIT: the HIT type's properties and the HIT's in one call."""
+        type_fields = (
+            "Title", "Description", "Reward", "AssignmentDurationInSeconds", "Keywords",
+            "AutoApprovalDelayInSeconds", "QualificationRequirements",
+        )  # fmt: skip
+        hit_type = self.op_CreateHITType({k: body[k] for k in type_fields if k in body})
+        rest = {k: v for k, v in body.items() if k not in type_fields}
+        return self.op_CreateHITWithHITType({**rest, "HITTypeId": hit_type["HITTypeId"]})
 
     def _hit_view(self, hit: Hit) -> dict[str, Any]:
         hit_type = hit.hit_type
@@ -237,7 +265,7 @@ class MTurkOperations:
             )
         )
         assignment.status = "Approved"
-        assignment.approved = time.time()
+        assignment.approved = self.now()
         assignment.feedback = body.get("RequesterFeedback")
         return {}
 
@@ -251,14 +279,17 @@ class MTurkOperations:
             )
         assignment.feedback = _feedback(body["RequesterFeedback"], required=True)
         assignment.status = "Rejected"
-        assignment.rejected = time.time()
+        assignment.rejected = self.now()
         return {}
 
     def op_SendBonus(self, body: dict[str, Any]) -> dict[str, Any]:
         token = body.get("UniqueRequestToken")
-        if self._seen("SendBonus", token) is not None:
+        earlier = self._seen("SendBonus", token)
+        if earlier is not None:
+            # Documented: "an error with a message containing the request ID".
             raise RequestError(
-                f'The idempotency token "{token}" has already been processed.',
+                f'The idempotency token "{token}" has already been processed by request '
+                f"{earlier[1]}.",
                 "AWS.MechanicalTurk.DuplicateRequest",
             )
         assignment = self._assignment(body["AssignmentId"])
@@ -278,11 +309,28 @@ class MTurkOperations:
                 amount,
                 _fee(amount, 1),
                 body["Reason"],
+                self.now(),
             )
         )
-        if token:
-            self.tokens[("SendBonus", token)] = assignment.id
+        self._remember("SendBonus", token, assignment.id)
         return {}
+
+    def op_ListBonusPayments(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The bonuses paid for one HIT or one assignment (exactly one of the two is given)."""
+        if ("HITId" in body) == ("AssignmentId" in body):
+            raise RequestError("Either the HITId parameter or the AssignmentId parameter must "
+                               "be specified.")  # fmt: skip
+        if "HITId" in body:
+            hit = self._hit(body["HITId"])
+            scope = hit.id
+            wanted = {a.id for a in self.assignments.values() if a.hit_id == hit.id}
+        else:
+            scope = self._assignment(body["AssignmentId"]).id
+            wanted = {scope}
+        paid = [p for p in self.payments if p.kind == "bonus" and p.assignment_id in wanted]
+        page, next_token = _page(paid, body, f"bonuses-{scope}")
+        return {"BonusPayments": [_bonus_view(p) for p in page], "NumResults": len(page),
+                **next_token}  # fmt: skip
 
     def op_GetAssignment(self, body: dict[str, Any]) -> dict[str, Any]:
         assignment = self._assignment(body["AssignmentId"])
@@ -305,17 +353,18 @@ class MTurkOperations:
     def op_CreateAdditionalAssignmentsForHIT(self, body: dict[str, Any]) -> dict[str, Any]:
         hit = self._hit(body["HITId"])
         token = body.get("UniqueRequestToken")
-        if self._seen("CreateAdditionalAssignmentsForHIT", token) is not None:
+        earlier = self._seen("CreateAdditionalAssignmentsForHIT", token)
+        if earlier is not None:
             raise RequestError(
-                f'The idempotency token "{token}" has already been processed.',
+                f'The idempotency token "{token}" has already been processed by request '
+                f"{earlier[1]}.",
                 "AWS.MechanicalTurk.DuplicateRequest",
             )
         more = body["NumberOfAdditionalAssignments"]
         if not 1 <= more <= 1_000_000:
             raise RequestError("NumberOfAdditionalAssignments must be 1 or more.")
         hit.max_assignments += more
-        if token:
-            self.tokens[("CreateAdditionalAssignmentsForHIT", token)] = hit.id
+        self._remember("CreateAdditionalAssignmentsForHIT", token, hit.id)
         return {}
 
     def op_AssociateQualificationWithWorker(self, body: dict[str, Any]) -> dict[str, Any]:

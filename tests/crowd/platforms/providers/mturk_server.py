@@ -29,6 +29,7 @@ from tests.crowd.platforms.providers.mturk_state import (
     HitType,
     Payment,
     RequestError,
+    ResponseCut,
     _answer_xml,
     _check_shape,
     _load_model,
@@ -69,8 +70,12 @@ class MTurkServer(MTurkOperations, LocalServer):
         self.submissions: list[dict[str, str]] = []
         # Every well-formed call (operation, body), also the refused ones, in order.
         self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.tokens: dict[tuple[str, str], str] = {}
+        self.tokens: dict[tuple[str, str], tuple[str, float, str]] = {}
+        self.skew = 0.0
+        self.request_id = ""
         self.lost: dict[str, int] = {}
+        self.cut: dict[str, int] = {}
+        self.spared: dict[str, int] = {}
         self.listen(_handler(self))
 
     @property
@@ -167,6 +172,20 @@ class MTurkServer(MTurkOperations, LocalServer):
         with self.lock:
             self.lost[operation] = self.lost.get(operation, 0) + times
 
+    def cut_next_responses(self, operation: str, times: int = 1, after: int = 0) -> None:
+        """Handle the next `times` requests for `operation` (paying, creating, or refusing as
+        MTurk would) and then close the connection unanswered: the call succeeded at MTurk,
+        or was refused there, but the client sees only a dropped connection (botocore tries
+        MAX_ATTEMPTS + 1 times). The first `after` requests are answered as usual."""
+        with self.lock:
+            self.cut[operation] = self.cut.get(operation, 0) + times
+            self.spared[operation] = self.spared.get(operation, 0) + after
+
+    def pass_time(self, seconds: float) -> None:
+        """Move MTurk's clock on: request tokens older than 24 hours are forgotten."""
+        with self.lock:
+            self.skew += seconds
+
     def calls_to(self, operation: str) -> int:
         """How many requests for `operation` arrived (retries included)."""
         with self.lock:
@@ -178,7 +197,7 @@ class MTurkServer(MTurkOperations, LocalServer):
 
     # -- dispatch ----------------------------------------------------------------------------
 
-    def handle(self, operation: str, body: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, operation: str, body: dict[str, Any], request_id: str) -> dict[str, Any]:
         names = self.model.operation_names
         if operation not in names:
             raise RequestError(
@@ -186,11 +205,15 @@ class MTurkServer(MTurkOperations, LocalServer):
             )
         with self.lock:
             self.calls.append((operation, body))
-            _check_shape(self.model.operation_model(operation).input_shape, body, "")
-            method = getattr(self, "op_" + operation, None)
-            if method is None:
-                raise RequestError(f"the test server does not implement {operation}")
-            result: dict[str, Any] = method(body)
+            self.request_id = request_id
+            try:
+                result = self._call(operation, body)
+            except RequestError:
+                if self._cut_now(operation):
+                    raise ResponseCut(operation) from None
+                raise
+            if self._cut_now(operation):
+                raise ResponseCut(operation)
             if self.lost.get(operation):
                 self.lost[operation] -= 1
                 raise RequestError(
@@ -199,3 +222,21 @@ class MTurkServer(MTurkOperations, LocalServer):
                     kind="ServiceFault",
                 )
             return result
+
+    def _call(self, operation: str, body: dict[str, Any]) -> dict[str, Any]:
+        _check_shape(self.model.operation_model(operation).input_shape, body, "")
+        method = getattr(self, "op_" + operation, None)
+        if method is None:
+            raise RequestError(f"the test server does not implement {operation}")
+        result: dict[str, Any] = method(body)
+        return result
+
+    def _cut_now(self, operation: str) -> bool:
+        """Whether this answer is lost (see cut_next_responses)."""
+        if self.spared.get(operation):
+            self.spared[operation] -= 1
+            return False
+        if self.cut.get(operation):
+            self.cut[operation] -= 1
+            return True
+        return False

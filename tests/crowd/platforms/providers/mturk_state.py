@@ -32,6 +32,8 @@ MAX_AUTO_APPROVAL = 30 * 24 * 3600
 MAX_QUESTION_BYTES = 65535
 MAX_FEEDBACK = 1024
 DEFAULT_PAGE = 10
+# MTurk remembers a UniqueRequestToken for 24 hours; a later call with it is a new request.
+TOKEN_TTL = 24 * 3600
 
 
 class RequestError(Exception):
@@ -45,6 +47,10 @@ class RequestError(Exception):
         self.message = f"{message} ({int(time.time() * 1000)})"
         self.turk_code = turk_code
         self.kind = kind
+
+
+class ResponseCut(Exception):
+    """The request was handled, but its answer never reaches the client (a network cut)."""
 
 
 @dataclass
@@ -96,6 +102,7 @@ class Payment:
     amount: Decimal
     fee: Decimal
     reason: str = ""
+    granted: float = field(default_factory=time.time)
 
 
 def _fee(amount: Decimal, assignments: int) -> Decimal:
@@ -272,6 +279,17 @@ def _assignment_view(assignment: Assignment) -> dict[str, Any]:
     if assignment.feedback is not None:
         view["RequesterFeedback"] = assignment.feedback
     return view
+
+
+def _bonus_view(payment: Payment) -> dict[str, Any]:
+    """A BonusPayment as ListBonusPayments answers it (no request token: MTurk shows none)."""
+    return {
+        "WorkerId": payment.worker_id,
+        "BonusAmount": str(payment.amount.quantize(Decimal("0.01"))),
+        "AssignmentId": payment.assignment_id,
+        "Reason": payment.reason,
+        "GrantTime": payment.granted,
+    }
 
 
 def _answer_xml(answers: dict[str, str]) -> str:

@@ -8,10 +8,7 @@ reviewer's approve, bonus and block reach MTurk through queued jobs.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
 from decimal import Decimal
-from typing import Any
 
 import pytest
 import requests
@@ -22,7 +19,7 @@ from sqlalchemy import func, select
 from crowd.cli import main
 from crowd.platforms import actions as platform_actions
 from crowd.platforms import publishing
-from crowd.platforms.sync import SyncReport, request_platform_syncs, sync_study
+from crowd.platforms.sync import request_platform_syncs, sync_study
 from crowd.queue import redis_connection
 from crowd.queue.runner import run_worker
 from crowd.security import WorkerSigner
@@ -39,77 +36,27 @@ from crowd.storage import (
     SessionState,
     Study,
 )
-from tests.conftest import passage
 from tests.crowd.platforms.providers.mturk_server import MTurkServer
+from tests.crowd.platforms.providers.mturk_support import (
+    OPTIONS,
+    WORKER,
+    actions_url,
+    do_items,
+    hand_in,
+    mturk_fixture,
+    open_page,
+    publish,
+    settings_fixture,
+    study_id_fixture,
+    sync_now,
+    worker_header,
+)
 
-WORKER = "A1WORKERONE"
-OPTIONS = {
-    "reward": "0.50",
-    "items_per_session": 2,
-    "assignments_per_hit": 2,
-    "hits": 2,
-    "sandbox": True,
-    "block_qualification_id": "3BLOCKQUALIFICATION01",
-}
-
-
-@pytest.fixture
-def mturk() -> Iterator[MTurkServer]:
-    with MTurkServer(balance="100.00") as server:
-        yield server
-
-
-@pytest.fixture
-def settings(settings: Settings, mturk: MTurkServer, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDTESTING")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-for-tests")
-    return settings.with_changes(
-        mturk_endpoint_url=mturk.endpoint_url, mturk_submit_origins=(mturk.endpoint_url,)
-    )
-
-
-def publish(client: FlaskClient, auth: dict[str, str], study_id: int, **changes: Any) -> Any:
-    body = {"providers": ["mturk"], "options": {"mturk": {**OPTIONS, **changes}}}
-    return client.post(f"/api/studies/{study_id}/publish", json=body, headers=auth)
-
-
-def open_page(client: FlaskClient, url: str) -> tuple[int, str]:
-    """GET our page as MTurk's frame would; returns the status and the page."""
-    path = re.sub(r"^https?://[^/]+", "", url)
-    response = client.get(path)
-    return response.status_code, response.get_data(as_text=True)
-
-
-def worker_header(page: str) -> dict[str, str]:
-    token = re.search(r'data-worker-token="([^"]*)"', page)
-    assert token and token.group(1), "the page carries no worker token"
-    return {"X-Crowd-Worker": token.group(1)}
-
-
-def do_items(client: FlaskClient, who: dict[str, str], study_id: int) -> dict[str, Any]:
-    """Answer boundary items ('machine' at sentence 1) until the session is done."""
-    for _item in range(20):
-        view = client.post(f"/api/work/studies/{study_id}/next", json={}, headers=who).get_json()
-        if view.get("done"):
-            return dict(view)
-        path = f"/api/work/assignments/{view['assignment_id']}"
-        while not view.get("answered"):
-            current = view["task"]["step"]
-            step = {"step": current, "choice": "machine" if current >= 1 else "human"}
-            reply = client.post(f"{path}/step", json=step, headers=who)
-            assert reply.status_code == 200, reply.get_json()
-            view = reply.get_json()
-        if view.get("needs_followup"):
-            followup = {"reasons": ["grammar"], "explanation": "it repeats the same phrase"}
-            reply = client.post(f"{path}/explanation", json=followup, headers=who)
-            assert reply.status_code == 200, reply.get_json()
-    raise AssertionError("the session never ended")
-
-
-@pytest.fixture
-def study_id(make_study: Any) -> int:
-    items = [passage(f"p{i}", 2) for i in range(4)]
-    return int(make_study(items, {"annotations_per_item": 2, "attention_rate": 0.0}, ("local",)))
+# The fixtures, and the helpers the Prolific tests take from here.
+__all__ = [
+    "actions_url", "do_items", "mturk_fixture", "open_page", "settings_fixture",
+    "study_id_fixture", "worker_header",
+]  # fmt: skip
 
 
 def test_publish_makes_hits_with_our_page_after_a_balance_check(
@@ -395,26 +342,6 @@ def test_crowd_worker_syncs_published_studies_as_a_job(
         # Its worker is known now, its answers were not ours to recover.
         row = session.scalar(select(PlatformSession))
         assert row is not None and row.state == SessionState.SUBMITTED
-
-
-def actions_url(db: Database, study_id: int) -> str:
-    """The reviewer-actions URL of the (only) platform worker of the study."""
-    with db.session() as session:
-        worker_id = session.scalar(select(PlatformSession.worker_id))
-    return f"/api/studies/{study_id}/workers/{worker_id}/actions"
-
-
-def sync_now(db: Database, settings: Settings, study_id: int) -> SyncReport:
-    return sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
-
-
-def hand_in(client: FlaskClient, mturk: MTurkServer, study_id: int, hit_id: str) -> str:
-    """Accept a HIT, do its items on our page, post the form to MTurk; the assignment id."""
-    assignment_id = mturk.accept(hit_id, WORKER)
-    who = worker_header(open_page(client, mturk.page_url(assignment_id))[1])
-    completion = do_items(client, who, study_id)["completion"]
-    assert requests.post(completion["action"], data=completion["fields"], timeout=5).ok
-    return assignment_id
 
 
 def test_a_decision_made_before_the_hand_in_reaches_mturk_and_work_never_stored_is_not_paid(
