@@ -84,6 +84,14 @@ class SessionComplete(NoWorkLeft):
     """The worker has done every item of their platform session (an MTurk HIT)."""
 
 
+class PaymentUnknown(CrowdError):
+    """A call that moves money failed, and so did asking the platform whether it paid: the
+    call is retried, and the retry asks the platform's records before paying."""
+
+    # Bad Gateway: the platform upstream of us failed, not the request made to us.
+    status = 502
+
+
 class ProlificError(CrowdError):
     """Prolific refused or failed a call: `http_status` is its answer (None: no answer came back),
     `detail` its error detail (a string, a list, or {field: [messages]})."""

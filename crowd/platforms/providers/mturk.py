@@ -168,15 +168,23 @@ class MTurkProvider(Provider):
             qualification_requirements=self._requirements(options),
         )
         expires = datetime.now(UTC) + timedelta(seconds=options["lifetime_s"])
+        # One token per HIT, derived from the publication's: a publish that failed after
+        # CreateHIT (before our commit) is retried with the same tokens. Its HITs carry the
+        # token as their annotation, so they are found and adopted, not made again, even
+        # after MTurk has forgotten the token (24 hours).
+        hit_tokens = [f"{token}-{index}" for index in range(hits)]
+        for hit_token in hit_tokens:
+            mturk_checks.check_token(hit_token)
+        orphans = mturk_api.find_hits(client, hit_type_id, hit_tokens)
         tasks = []
-        for index in range(hits):
-            hit_id = mturk_api.create_hit(
+        for hit_token in hit_tokens:
+            hit_id = orphans.get(hit_token) or mturk_api.create_hit(
                 client,
                 hit_type_id,
                 question,
                 lifetime_s=options["lifetime_s"],
                 max_assignments=assignments,
-                unique_request_token=f"{token}-{index}"[: mturk_checks.MAX_TOKEN],
+                unique_request_token=hit_token,
             )
             tasks.append(RemoteTaskSpec(remote_id=hit_id, places=assignments, expires_at=expires))
         site = WORKER_SITES[bool(options["sandbox"])]
@@ -188,6 +196,7 @@ class MTurkProvider(Provider):
                 "sandbox": options["sandbox"],
                 "cost": str(needed),
                 "balance_before": str(balance),
+                **({"adopted_hits": sorted(orphans.values())} if orphans else {}),
             },
             tasks=tuple(tasks),
         )
@@ -258,15 +267,7 @@ class MTurkProvider(Provider):
                 return {"already": True}
             return {}
         if action == "bonus":
-            paid = mturk_api.send_bonus(
-                client,
-                worker,
-                target.session_remote_id or "",
-                params["amount"],
-                params["reason"],
-                params["token"],
-            )
-            return {"paid_now": paid}
+            return self._bonus(client, worker, target.session_remote_id or "", params, ledger)
         qualification = target.publication.get("block_qualification_id")
         if action == "block":
             mturk_api.block(client, worker, str(params.get("reason") or "blocked"))
@@ -287,6 +288,30 @@ class MTurkProvider(Provider):
             )
             return {}
         raise ValidationError(f"MTurk has no action {action!r}", "action")
+
+    def _bonus(
+        self,
+        client: Any,
+        worker: str,
+        assignment: str,
+        params: Mapping[str, Any],
+        ledger: MutableMapping[str, str] | None,
+    ) -> dict[str, Any]:
+        """SendBonus, paid once whatever fails: before the first try the ledger keeps how
+        many bonuses like it MTurk listed; a later try first asks MTurk's records whether an
+        earlier one paid (its answer may have been lost, and MTurk forgets a token after 24
+        hours, when sending it again would pay twice)."""
+        amount, reason, token = params["amount"], params["reason"], params["token"]
+        notes: MutableMapping[str, str] = ledger if ledger is not None else {}
+        if "alike_before" in notes:
+            before = int(notes["alike_before"])
+            if mturk_api.bonuses_alike(client, worker, assignment, amount, reason) > before:
+                return {"paid": True, "seen_in": "ListBonusPayments"}
+        else:
+            before = mturk_api.bonuses_alike(client, worker, assignment, amount, reason)
+            notes["alike_before"] = str(before)
+        sent = mturk_api.send_bonus(client, worker, assignment, amount, reason, token, before)
+        return {"paid": True, "seen_in": "SendBonus" if sent else "ListBonusPayments"}
 
     def check_action(self, action: str, params: Mapping[str, Any]) -> None:
         if action in ("approve", "reject") and len(str(params.get("feedback") or "")) > (

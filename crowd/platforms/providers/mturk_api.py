@@ -5,7 +5,8 @@ Everything here goes through a real boto3 ``mturk`` client (made by make_client)
 its arguments first, so that a bad reward or URL fails here with a hint instead of as an
 opaque RequestError from MTurk. Errors MTurk itself answers with (botocore's ClientError)
 are left to the caller, except the ones that mean "this was already done", which make a
-retried publish or bonus harmless.
+retried publish harmless. Whether a bonus was paid is never read from an error's wording:
+MTurk's own records (ListBonusPayments) decide.
 
 boto3 is imported inside functions: importing this module must stay free, and most
 installations never talk to MTurk.
@@ -19,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from crowd.exceptions import ConfigurationError, InvalidAction, ValidationError
+from crowd.exceptions import ConfigurationError, InvalidAction, PaymentUnknown, ValidationError
 from crowd.platforms.providers.mturk_checks import (
     MAX_ASSIGNMENTS,
     MAX_AUTO_APPROVAL_DELAY_S,
@@ -50,7 +51,7 @@ REGION = "us-east-1"
 
 NOTIFY_BATCH = 100
 PAGE_SIZE = 100
-# Tries per call, the first included, with botocore's exponential backoff between them.
+# Retries per call after the first (botocore's max_attempts), with exponential backoff.
 MAX_ATTEMPTS = 5
 
 CREDENTIALS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
@@ -100,7 +101,6 @@ def make_client(
     )
 
 
-
 def check_balance(client: MTurkClient, needed: Decimal) -> Decimal:
     """Refuse when the account's AvailableBalance is below `needed`; return the balance."""
     available = Decimal(client.get_account_balance()["AvailableBalance"])
@@ -112,7 +112,6 @@ def check_balance(client: MTurkClient, needed: Decimal) -> Decimal:
             "balance",
         )
     return available
-
 
 
 def _already_done(error: Exception) -> bool:
@@ -128,7 +127,6 @@ def _already_done(error: Exception) -> bool:
     return turk_code.endswith("AlreadyExists") or bool(
         ALREADY_DONE.search(str(details.get("Message", "")))
     )
-
 
 
 def create_hit_type(
@@ -157,7 +155,6 @@ def create_hit_type(
         QualificationRequirements=qualification_requirements,
     )
     return str(response["HITTypeId"])
-
 
 
 def create_hit(
@@ -201,6 +198,25 @@ def create_hit(
     return str(response["HIT"]["HITId"])
 
 
+def find_hits(client: MTurkClient, hit_type_id: str, annotations: Iterable[str]) -> dict[str, str]:
+    """HITs of the HIT type that carry one of `annotations` (our per-HIT request tokens), by
+    annotation: one pass of ListHITs over every HIT of the account.
+
+    MTurk forgets a UniqueRequestToken after 24 hours, and a call with it then makes a second
+    HIT; the annotation stays on the HIT, so a publish that failed before we recorded its HITs
+    is found again by it, however late it is retried.
+    """
+    wanted = set(annotations)
+    found: dict[str, str] = {}
+    for page in client.get_paginator("list_hits").paginate(
+        PaginationConfig={"PageSize": PAGE_SIZE}
+    ):
+        for hit in page.get("HITs", []):
+            annotation = hit.get("RequesterAnnotation")
+            if annotation in wanted and hit.get("HITTypeId") == hit_type_id:
+                found.setdefault(str(annotation), str(hit["HITId"]))
+    return found
+
 
 def _existing_hit(
     client: MTurkClient, error: Exception, hit_type_id: str, token: str, annotation: str
@@ -220,18 +236,14 @@ def _existing_hit(
             continue  # not a HIT id after all
         if ours(hit):
             return str(hit["HITId"])
-    for page in client.get_paginator("list_hits").paginate(
-        PaginationConfig={"PageSize": PAGE_SIZE}
-    ):
-        for hit in page.get("HITs", []):
-            if ours(hit):
-                return str(hit["HITId"])
+    found = find_hits(client, hit_type_id, [annotation])
+    if annotation in found:
+        return found[annotation]
     raise InvalidAction(
         f"MTurk says a HIT was already created with token {token!r} but none of our HITs "
         "carries it: find it on the requester site, or publish again with a new token",
         "unique_request_token",
     )
-
 
 
 def approve(
@@ -250,7 +262,6 @@ def approve(
     client.approve_assignment(**params)
 
 
-
 def reject(client: MTurkClient, assignment_id: str, feedback: str) -> None:
     """RejectAssignment; the worker sees `feedback`, which MTurk requires."""
     client.reject_assignment(
@@ -258,6 +269,39 @@ def reject(client: MTurkClient, assignment_id: str, feedback: str) -> None:
         RequesterFeedback=check_text(feedback, "feedback", MAX_FEEDBACK),
     )
 
+
+def list_bonus_payments(client: MTurkClient, assignment_id: str) -> list[dict[str, Any]]:
+    """ListBonusPayments of one assignment, every page: the bonuses MTurk says it paid."""
+    payments: list[dict[str, Any]] = []
+    for page in client.get_paginator("list_bonus_payments").paginate(
+        AssignmentId=check_entity_id(assignment_id, "assignment_id"),
+        PaginationConfig={"PageSize": PAGE_SIZE},
+    ):
+        payments.extend(page.get("BonusPayments", []))
+    return payments
+
+
+def bonuses_alike(
+    client: MTurkClient, worker_id: str, assignment_id: str, amount: Decimal | str, reason: str
+) -> int:
+    """How many bonuses MTurk lists for the assignment with this worker, amount and reason.
+
+    ListBonusPayments shows no request token, so these are what tell our bonus apart.
+    """
+    wanted = Decimal(format_reward(amount, "amount"))
+    alike = 0
+    for payment in list_bonus_payments(client, assignment_id):
+        try:
+            paid = Decimal(str(payment.get("BonusAmount", "")).strip())
+        except ArithmeticError:
+            continue
+        if (
+            payment.get("WorkerId") == worker_id
+            and paid == wanted
+            and payment.get("Reason") == reason
+        ):
+            alike += 1
+    return alike
 
 
 def send_bonus(
@@ -267,25 +311,41 @@ def send_bonus(
     amount: Decimal | str,
     reason: str,
     token: str,
+    alike_before: int,
 ) -> bool:
-    """SendBonus once per token: False when MTurk says the token was already paid."""
-    from botocore.exceptions import ClientError
+    """SendBonus once per token: True when its answer says it paid, False when MTurk's own
+    records show the bonus paid though the call failed.
 
+    A call may fail after MTurk paid (a timeout, a dropped connection), and a retry is then
+    refused as a duplicate token in words MTurk does not document. So on any failure
+    ListBonusPayments decides: more bonuses like this one (worker, amount, reason) than
+    `alike_before`, the count before the first try with `token`, means it was paid; otherwise
+    the failure is raised, and a retry with the same token stays safe.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    params = {
+        "WorkerId": check_worker_id(worker_id),
+        "AssignmentId": check_entity_id(assignment_id, "assignment_id"),
+        "BonusAmount": format_reward(amount, "amount"),
+        "Reason": check_text(reason, "reason", MAX_MESSAGE),
+        "UniqueRequestToken": check_token(token),
+    }
     try:
-        client.send_bonus(
-            WorkerId=check_worker_id(worker_id),
-            AssignmentId=check_entity_id(assignment_id, "assignment_id"),
-            BonusAmount=format_reward(amount, "amount"),
-            Reason=check_text(reason, "reason", MAX_MESSAGE),
-            UniqueRequestToken=check_token(token),
-        )
-    except ClientError as error:
-        # A repeated token means an earlier try (maybe one whose answer was lost) paid it.
-        if _already_done(error):
+        client.send_bonus(**params)
+    except (ClientError, BotoCoreError) as error:
+        try:
+            paid = bonuses_alike(client, worker_id, assignment_id, amount, reason) > alike_before
+        except (ClientError, BotoCoreError) as listing:
+            raise PaymentUnknown(
+                f"SendBonus failed ({error}) and ListBonusPayments failed too ({listing}): "
+                f"whether bonus {token!r} was paid is unknown; a retry asks MTurk's records "
+                "before sending it again"
+            ) from error
+        if paid:
             return False
         raise
     return True
-
 
 
 def block(client: MTurkClient, worker_id: str, reason: str) -> None:
@@ -295,14 +355,12 @@ def block(client: MTurkClient, worker_id: str, reason: str) -> None:
     )
 
 
-
 def unblock(client: MTurkClient, worker_id: str, reason: str = "") -> None:
     """DeleteWorkerBlock; MTurk succeeds when the worker was not blocked."""
     params: dict[str, Any] = {"WorkerId": check_worker_id(worker_id)}
     if reason:
         params["Reason"] = check_text(reason, "reason", MAX_MESSAGE)
     client.delete_worker_block(**params)
-
 
 
 def list_assignments(
@@ -337,7 +395,6 @@ def list_assignments(
         params["NextToken"] = next_token
 
 
-
 def notify(
     client: MTurkClient, worker_ids: Sequence[str], subject: str, message: str
 ) -> list[dict[str, Any]]:
@@ -355,13 +412,11 @@ def notify(
     return failures
 
 
-
 def expire_hit(client: MTurkClient, hit_id: str) -> None:
     """UpdateExpirationForHIT to a past time: no new workers; accepted work goes on."""
     client.update_expiration_for_hit(
         HITId=check_entity_id(hit_id, "hit_id"), ExpireAt=datetime(2015, 1, 1, tzinfo=UTC)
     )
-
 
 
 def extend_hit(
@@ -391,7 +446,6 @@ def extend_hit(
     return expires
 
 
-
 def grant_qualification(
     client: MTurkClient, worker_id: str, qualification_id: str, value: int = 1
 ) -> None:
@@ -406,7 +460,6 @@ def grant_qualification(
     )
 
 
-
 def revoke_qualification(
     client: MTurkClient, worker_id: str, qualification_id: str, reason: str = ""
 ) -> None:
@@ -418,4 +471,3 @@ def revoke_qualification(
     if reason:
         params["Reason"] = check_text(reason, "reason", MAX_MESSAGE)
     client.disassociate_qualification_from_worker(**params)
-

@@ -415,29 +415,102 @@ def test_block_and_unblock(server: MTurkServer, client: Any) -> None:
 def test_a_bonus_retried_with_its_token_pays_once(server: MTurkServer, client: Any) -> None:
     _, hit_id = publish(client)
     assignment = server.add_assignment(hit_id, WORKER)
-    assert mturk.send_bonus(client, WORKER, assignment, "1.25", "Top 10%", "bonus-1") is True
-    assert mturk.send_bonus(client, WORKER, assignment, "1.25", "Top 10%", "bonus-1") is False
+    assert mturk.send_bonus(client, WORKER, assignment, "1.25", "Top 10%", "bonus-1", 0) is True
+    # MTurk refuses the token again; its records show the bonus paid.
+    assert mturk.send_bonus(client, WORKER, assignment, "1.25", "Top 10%", "bonus-1", 0) is False
     assert [(p.amount, p.fee) for p in server.bonuses()] == [(Decimal("1.25"), Decimal("0.25"))]
     # The answer to the first try is lost; botocore retries with the same token.
     server.lose_next_response("SendBonus")
-    assert mturk.send_bonus(client, WORKER, assignment, "0.75", "Streak", "bonus-2") is False
+    assert mturk.send_bonus(client, WORKER, assignment, "0.75", "Streak", "bonus-2", 0) is False
     assert server.calls_to("SendBonus") == 4
     assert [p.amount for p in server.bonuses()] == [Decimal("1.25"), Decimal("0.75")]
     assert server.balance == Decimal("100.00") - Decimal("1.50") - Decimal("0.90")
+
+
+def test_a_bonus_whose_every_answer_was_lost_is_found_in_mturks_records(
+    server: MTurkServer, client: Any
+) -> None:
+    _, hit_id = publish(client)
+    assignment = server.add_assignment(hit_id, WORKER)
+    # Paid on the first try; that answer and the duplicate refusals of botocore's retries
+    # all get lost: the client only ever sees dropped connections.
+    server.cut_next_responses("SendBonus", mturk.MAX_ATTEMPTS + 1)
+    assert mturk.send_bonus(client, WORKER, assignment, "0.40", "Careful", "bonus-3", 0) is False
+    assert server.calls_to("SendBonus") == mturk.MAX_ATTEMPTS + 1
+    assert [p.amount for p in server.bonuses()] == [Decimal("0.40")]
+    # An identical bonus already paid (counted in alike_before) is not taken for this one.
+    server.balance = Decimal("0.10")
+    with pytest.raises(ClientError, match="enough funds"):
+        mturk.send_bonus(client, WORKER, assignment, "0.40", "Careful", "bonus-4", 1)
+    assert mturk.bonuses_alike(client, WORKER, assignment, "0.4", "Careful") == 1
+    assert mturk.bonuses_alike(client, WORKER, assignment, "0.40", "Other reason") == 0
 
 
 def test_bonus_errors_that_are_not_repeats_are_raised(server: MTurkServer, client: Any) -> None:
     _, hit_id = publish(client)
     assignment = server.add_assignment(hit_id, WORKER)
     with pytest.raises(ClientError, match="enough funds"):
-        mturk.send_bonus(client, WORKER, assignment, "999.00", "Jackpot", "bonus-big")
+        mturk.send_bonus(client, WORKER, assignment, "999.00", "Jackpot", "bonus-big", 0)
     with pytest.raises(ClientError, match="not done by"):
-        mturk.send_bonus(client, "A2SOMEONEELSE", assignment, "1.00", "x", "bonus-other")
+        mturk.send_bonus(client, "A2SOMEONEELSE", assignment, "1.00", "x", "bonus-other", 0)
     with pytest.raises(ValidationError):
-        mturk.send_bonus(client, WORKER, assignment, "0.001", "x", "bonus-tiny")
+        mturk.send_bonus(client, WORKER, assignment, "0.001", "x", "bonus-tiny", 0)
     with pytest.raises(ClientError):
         client.send_bonus(WorkerId=WORKER, AssignmentId=assignment, BonusAmount="1.005", Reason="x")
     assert server.bonuses() == []
+
+
+def test_bonus_payments_are_listed_per_assignment_or_hit(server: MTurkServer, client: Any) -> None:
+    _, hit_id = publish(client)
+    first = server.add_assignment(hit_id, WORKER)
+    second = server.add_assignment(hit_id, "A2OTHERWORKER")
+    for n in range(3):
+        mturk.send_bonus(client, WORKER, first, f"0.{n + 1}0", "Streak", f"bonus-{n}", 0)
+    mturk.send_bonus(client, "A2OTHERWORKER", second, "2.00", "Best", "bonus-other", 0)
+    listed = mturk.list_bonus_payments(client, first)
+    assert [(p["WorkerId"], p["BonusAmount"], p["Reason"]) for p in listed] == [
+        (WORKER, "0.10", "Streak"), (WORKER, "0.20", "Streak"), (WORKER, "0.30", "Streak"),
+    ]  # fmt: skip
+    assert all(p["AssignmentId"] == first and p["GrantTime"] for p in listed)
+    paged = client.get_paginator("list_bonus_payments").paginate(
+        HITId=hit_id, PaginationConfig={"PageSize": 2}
+    )
+    assert [len(page["BonusPayments"]) for page in paged] == [2, 2, 0]
+    # MTurk wants exactly one of HITId and AssignmentId.
+    for both_or_neither in ({}, {"HITId": hit_id, "AssignmentId": first}):
+        with pytest.raises(ClientError, match="Either the HITId"):
+            client.list_bonus_payments(**both_or_neither)
+    with pytest.raises(ClientError, match="does not exist"):
+        client.list_bonus_payments(AssignmentId="3NOSUCHASSIGNMENT")
+
+
+def test_a_hit_token_is_refused_for_24_hours_then_forgotten(
+    server: MTurkServer, client: Any
+) -> None:
+    hit_type, hit_id = publish(client, token="study-9-hit-0")
+    question = checks.external_question(URL, 800)
+    # CreateHIT and CreateHITWithHITType share the token: MTurk names the HIT made with it.
+    fields = {
+        "Title": "Spot the machine-written sentence",
+        "Description": "Read a passage and say where a machine took over.",
+        "Reward": "0.50",
+        "AssignmentDurationInSeconds": 1800,
+        "LifetimeInSeconds": 3600,
+        "Question": question,
+        "UniqueRequestToken": "study-9-hit-0",
+        "RequesterAnnotation": "study-9-hit-0",
+    }
+    with pytest.raises(ClientError) as error:
+        client.create_hit(**fields)
+    assert error.value.response["TurkErrorCode"] == "AWS.MechanicalTurk.HitAlreadyExists"
+    assert hit_id in error.value.response["Error"]["Message"]
+    server.pass_time(24 * 3600 + 1)
+    made = client.create_hit(**fields)["HIT"]
+    assert made["HITId"] != hit_id and len(server.hits) == 2
+    # Found again by its annotation, however late; the HIT of another type is not ours.
+    assert mturk.find_hits(client, hit_type, ["study-9-hit-0", "other"]) == {
+        "study-9-hit-0": hit_id
+    }
 
 
 def test_notify_goes_out_in_batches_of_100(server: MTurkServer, client: Any) -> None:
