@@ -139,19 +139,28 @@ def act(
     return handler(session, study, worker, row, reviewer, params)
 
 
-def _settle(session: Session, study: Study, worker: Worker, pay: bool, feedback: str = "") -> int:
-    """Approve (pay) or reject every submitted assignment of the worker, on the platform too.
+def _settle(
+    session: Session, study: Study, worker: Worker, pay: bool, feedback: str = ""
+) -> tuple[int, int]:
+    """Approve (pay) or reject every submitted assignment of the worker, on the platform too
+    (`feedback` is what the worker reads there: MTurk's RequesterFeedback).
 
-    The platform calls are queued in this transaction and made by a job after the commit.
+    The platform calls are queued in this transaction and made by a job after the commit;
+    returns how many assignments were decided here and how many platform calls are queued.
     """
     done = 0
     for assignment in _assignments(session, study, worker.id, AssignmentState.SUBMITTED):
         assignment.transition(AssignmentState.APPROVED if pay else AssignmentState.REJECTED)
         done += 1
-    request_action(
+    queued = request_action(
         session, study, worker, "approve" if pay else "reject", {"feedback": feedback}
     )
-    return done
+    return done, queued
+
+
+def _queued(count: int, worker: Worker, what: str) -> str:
+    """Says that the platform calls are only queued: a job makes them after the commit."""
+    return f"; {count} {what} queued to {worker.provider}" if count else ""
 
 
 def _approve(
@@ -159,7 +168,7 @@ def _approve(
     params: dict[str, Any],
 ) -> Outcome:  # fmt: skip
     reason = _text(params.get("reason"), "reason", required=False)
-    paid = _settle(session, study, worker, pay=True)
+    paid, queued = _settle(session, study, worker, pay=True, feedback=reason)
     # Approving keeps the worker: the exclusion or stop of the rules firing now is
     # overturned; a rule that fires later still acts.
     row.decision = Decision.APPROVED
@@ -169,7 +178,8 @@ def _approve(
     row.flags = []
     audit(session, reviewer.actor, "approve", reason, study_id=study.id, worker_id=worker.id,
           details={"assignments": paid})  # fmt: skip
-    return Outcome("approve", worker.id, f"approved {paid} assignment(s); the worker is kept")
+    return Outcome("approve", worker.id, f"approved {paid} assignment(s); the worker is kept"
+                   + _queued(queued, worker, "payment(s)"))  # fmt: skip
 
 
 def _reject(
@@ -177,11 +187,12 @@ def _reject(
     params: dict[str, Any],
 ) -> Outcome:  # fmt: skip
     feedback = _text(params.get("reason"), "reason", required=True)
-    rejected = _settle(session, study, worker, pay=False, feedback=feedback)
+    rejected, queued = _settle(session, study, worker, pay=False, feedback=feedback)
     _exclude(row, reviewer, Decision.REJECTED)
     audit(session, reviewer.actor, "reject", feedback, study_id=study.id, worker_id=worker.id,
           details={"assignments": rejected})  # fmt: skip
-    return Outcome("reject", worker.id, f"rejected {rejected} assignment(s); worker excluded")
+    return Outcome("reject", worker.id, f"rejected {rejected} assignment(s); worker excluded"
+                   + _queued(queued, worker, "rejection(s)"))  # fmt: skip
 
 
 def _soft_reject(
@@ -189,11 +200,12 @@ def _soft_reject(
     params: dict[str, Any],
 ) -> Outcome:  # fmt: skip
     reason = _text(params.get("reason"), "reason", required=True)
-    paid = _settle(session, study, worker, pay=True)
+    paid, queued = _settle(session, study, worker, pay=True, feedback=reason)
     _exclude(row, reviewer, Decision.SOFT_REJECTED)
     audit(session, reviewer.actor, "soft_reject", reason, study_id=study.id,
           worker_id=worker.id, details={"assignments_paid": paid})  # fmt: skip
-    return Outcome("soft_reject", worker.id, f"paid {paid} assignment(s); data excluded")
+    return Outcome("soft_reject", worker.id, f"approved {paid} assignment(s); data excluded"
+                   + _queued(queued, worker, "payment(s)"))  # fmt: skip
 
 
 def _exclude(row: StudyWorker, reviewer: Reviewer, decision: Decision) -> None:
@@ -274,7 +286,7 @@ def _bonus(
     if existing is not None:
         if existing.worker_id != worker.id or Decimal(existing.amount) != amount:
             raise ValidationError("this token was used for another bonus", "token")
-        return Outcome("bonus", worker.id, f"bonus {amount} was already paid", changed=False)
+        return Outcome("bonus", worker.id, f"bonus {amount} was already recorded", changed=False)
     # Recorded with the queued platform call in one transaction; the job makes the call
     # after the commit, and the token makes any retry of it pay once.
     session.add(
@@ -282,12 +294,17 @@ def _bonus(
               token=token, actor=reviewer.actor)
     )  # fmt: skip
     session.flush()
-    request_action(
+    queued = request_action(
         session, study, worker, "bonus", {"amount": str(amount), "reason": reason, "token": token}
     )
     audit(session, reviewer.actor, "bonus", reason, study_id=study.id, worker_id=worker.id,
           details={"amount": str(amount), "token": token})  # fmt: skip
-    return Outcome("bonus", worker.id, f"paid a bonus of {amount}")
+    if not queued:
+        return Outcome("bonus", worker.id, f"bonus of {amount} recorded; {worker.provider} "
+                       "workers are not paid through crowd")  # fmt: skip
+    # Paid only when the job's call goes through: say so, and where to see it.
+    where = f"`crowd {worker.provider} actions {study.id}` shows when it is paid"
+    return Outcome("bonus", worker.id, f"bonus of {amount} queued to {worker.provider}; {where}")
 
 
 def _note(

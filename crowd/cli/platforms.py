@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -88,9 +89,13 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
     @click.option("--retry", is_flag=True, help="Queue the failed calls once more first.")
     @handle_errors
     def actions(study_id: int, retry: bool) -> None:
-        """The platform calls made or pending for the study (approve, bonus, block, ...)."""
+        """The platform calls made or pending for the study (approve, bonus, block, ...):
+        queued (not made yet), retrying (failed, tried again), done (a bonus: paid), failed."""
+        from sqlalchemy import select
+
         from crowd.platforms.actions import retry_failed
         from crowd.platforms.overview import actions as platform_actions
+        from crowd.storage import PlatformAction
         from crowd.studies.lifecycle import get_study
 
         _settings, db = open_database()
@@ -98,15 +103,35 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
             study = get_study(session, study_id)
             if retry:
                 click.echo(f"queued {retry_failed(session, study)} failed call(s) again")
-            rows = platform_actions(session, study)
-        for row in rows:
-            if row["provider"] == name:
-                click.echo(
-                    f"{row['id']:>5} {row['action']:20} worker {row['worker_id']} "
-                    f"{row['status']:8} attempts {row['attempts']} {row['last_error'] or ''}"
+            rows = [row for row in platform_actions(session, study) if row["provider"] == name]
+            amounts = {
+                action.id: str(action.params.get("amount", ""))
+                for action in session.scalars(
+                    select(PlatformAction).where(
+                        PlatformAction.id.in_([row["id"] for row in rows]),
+                        PlatformAction.action == "bonus",
+                    )
                 )
+            }
+        for row in rows:
+            what = " ".join((row["action"], amounts.get(row["id"], ""))).strip()
+            click.echo(
+                f"{row['id']:>5} {what:20} worker {row['worker_id']} {_state(row):8} "
+                f"attempts {row['attempts']} {row['last_error'] or ''}".rstrip()
+            )
 
     return group
+
+
+def _state(row: dict[str, Any]) -> str:
+    """A platform call's state in words that say whether it happened: a pending call was
+    not made yet (queued) or failed and waits for another try (retrying); a bonus done is
+    paid (the platform answered, or its own records show the payment)."""
+    if row["status"] == "pending":
+        return "retrying" if row["attempts"] else "queued"
+    if row["status"] == "done" and row["action"] == "bonus":
+        return "paid"
+    return str(row["status"])
 
 
 mturk = platform_group("mturk", "Amazon Mechanical Turk", "HIT")

@@ -98,15 +98,23 @@ def _act(study_id: int, worker_ids: tuple[int, ...], action: str, actor: str | N
         click.echo(f"worker {outcome.worker_id}: {outcome.message}")
 
 
+# What becomes of --reason besides the audit log.
+REASON_HELP = {
+    "decision": "Why: kept in the audit log, and the worker reads it on their platform "
+    "(MTurk's RequesterFeedback, at most 1024 characters).",
+    "block": "Why: kept in the audit log and given to the platform's block (MTurk does not "
+    "show it to the worker).",
+    "note": "The note.",
+}
+
+
 def _simple(action: str, needs_reason: bool, help_text: str) -> click.Command:
     # No default at all where a reason is required: click takes any default, None
     # included, as the answer.
     reason_default: dict[str, Any] = {} if needs_reason else {"default": ""}
+    kind = "note" if action == "note" else "block" if "block" in action else "decision"
     reason = click.option(
-        "--reason",
-        required=needs_reason,
-        help="Why (told to the worker where the platform does; kept in the audit log).",
-        **reason_default,
+        "--reason", required=needs_reason, help=REASON_HELP[kind], **reason_default
     )
 
     @click.command(action.replace("_", "-"), help=help_text)
@@ -124,9 +132,9 @@ def _simple(action: str, needs_reason: bool, help_text: str) -> click.Command:
 
 
 for _action, _needs, _help in (
-    ("approve", False, "Approve (pay) the workers' submitted work and keep them."),
+    ("approve", False, "Approve (queue the payment of) the workers' work and keep them."),
     ("reject", True, "Reject the workers' submitted work with feedback and exclude their data."),
-    ("soft_reject", True, "Pay the workers' submitted work but leave their data out of analyses."),
+    ("soft_reject", True, "Approve the workers' work but leave their data out of analyses."),
     (
         "block",
         True,
@@ -152,7 +160,8 @@ for _action, _needs, _help in (
 @handle_errors
 def bonus(study_id: int, worker_id: int, amount: str, reason: str, token: str | None,
           actor: str | None) -> None:  # fmt: skip
-    """Pay WORKER_ID a bonus of AMOUNT dollars (e.g. 0.50)."""
+    """Queue a bonus of AMOUNT dollars (e.g. 0.50) for WORKER_ID: a job pays it on the
+    worker's platform, and `crowd mturk actions STUDY_ID` shows when it is paid."""
     params = {"amount": amount, "reason": reason}
     if token:
         params["token"] = token

@@ -190,10 +190,13 @@ def _sync_one(
     row.remote_state = submission.raw_state
     row.submission_id = submission.submission_id or row.submission_id
     handed_in = submission.state in ("submitted", "approved", "rejected")
-    if handed_in and row.state in (SessionState.OPEN, SessionState.ABANDONED):
+    if handed_in:
+        # Every sync, not only the first to see the hand-in: answers lost later (a restore
+        # from an older backup) are still on the platform, signed by us.
         if _recover_answers(session, signer, study, row, submission, report):
             report.recovered += 1
-        _check_handover(session, settings, row, submission, report)
+        if row.state in (SessionState.OPEN, SessionState.ABANDONED):
+            _check_handover(session, settings, row, submission, report)
     previous = SessionState(row.state)
     new = {
         "submitted": SessionState.SUBMITTED,
@@ -264,8 +267,10 @@ def _flag_unhanded(session: Session, row: PlatformSession, report: SyncReport) -
 
 
 def _problem(row: PlatformSession, report: SyncReport, text: str) -> None:
-    if text not in (row.problems or []):
-        row.problems = [*(row.problems or []), text]
+    """Flag the session; a sync reports what it found new (every sync looks again)."""
+    if text in (row.problems or []):
+        return
+    row.problems = [*(row.problems or []), text]
     report.problems.append(f"session {row.remote_id}: {text}")
 
 
@@ -362,18 +367,27 @@ def _recover_answers(
     ):
         _problem(row, report, "the answers posted belong to another session")
         return False
+    entries = [
+        entry
+        for entry in record.get("responses", [])
+        if isinstance(entry, dict) and isinstance(entry.get("item"), int)
+    ]
+    # One query for what we hold: every sync looks, and mostly nothing is missing.
+    held = set(
+        session.scalars(
+            select(Response.item_id).where(
+                Response.item_id.in_([entry["item"] for entry in entries]),
+                Response.worker_id == row.worker_id,
+            )
+        ).all()
+    )
     hit = get_hit_type(study.hit_type)
     recovered = 0
-    for entry in record.get("responses", []):
-        item = session.get(Item, entry.get("item")) if isinstance(entry.get("item"), int) else None
-        if item is None or item.study_id != study.id:
+    for entry in entries:
+        if entry["item"] in held:
             continue
-        exists = session.scalar(
-            select(Response.id).where(
-                Response.item_id == item.id, Response.worker_id == row.worker_id
-            )
-        )
-        if exists is not None:
+        item = session.get(Item, entry["item"])
+        if item is None or item.study_id != study.id:
             continue
         assignment = session.scalar(
             select(Assignment).where(
@@ -397,7 +411,9 @@ def _recover_answers(
         elif assignment.state == AssignmentState.ASSIGNED:
             assignment.transition(AssignmentState.SUBMITTED)
             assignment.submitted_at = now
-        elif assignment.state not in (AssignmentState.SUBMITTED, AssignmentState.APPROVED):
+        elif assignment.state not in (
+            AssignmentState.SUBMITTED, AssignmentState.APPROVED, AssignmentState.REJECTED
+        ):  # fmt: skip
             # Abandoned or returned by our sweep while the platform kept the work: the
             # platform's record wins, but the item's place was freed and may be taken.
             assignment.state = AssignmentState.SUBMITTED
@@ -441,16 +457,22 @@ def _apply_decision(session: Session, study: Study, row: PlatformSession) -> Non
         return
     decision = Decision(standing.decision)
     if decision in (Decision.APPROVED, Decision.SOFT_REJECTED):
-        queue_action(session, row.provider, "approve", study.id, row.worker_id, row.id, {})
+        # The reviewer's reason goes with the payment, as when the work was there to decide.
+        feedback = _last_reason(session, study.id, row.worker_id, ("approve", "soft_reject"))
+        queue_action(
+            session, row.provider, "approve", study.id, row.worker_id, row.id,
+            {"feedback": feedback},
+        )  # fmt: skip
     elif decision == Decision.REJECTED:
-        feedback = _last_feedback(session, study.id, row.worker_id)
+        feedback = _last_reason(session, study.id, row.worker_id, ("reject",))
         queue_action(
             session, row.provider, "reject", study.id, row.worker_id, row.id,
-            {"feedback": feedback},
+            {"feedback": feedback or "The work did not meet the task's standard."},
         )  # fmt: skip
 
 
-def _last_feedback(session: Session, study_id: int, worker_id: int) -> str:
+def _last_reason(session: Session, study_id: int, worker_id: int, actions: tuple[str, ...]) -> str:
+    """The reason of the reviewer's latest decision among `actions` ("" if none was given)."""
     from crowd.storage import AuditEntry
 
     entry = session.scalar(
@@ -458,12 +480,12 @@ def _last_feedback(session: Session, study_id: int, worker_id: int) -> str:
         .where(
             AuditEntry.study_id == study_id,
             AuditEntry.worker_id == worker_id,
-            AuditEntry.action == "reject",
+            AuditEntry.action.in_(actions),
         )
         .order_by(AuditEntry.id.desc())
         .limit(1)
     )
-    return entry.reason if entry is not None else "The work did not meet the task's standard."
+    return entry.reason if entry is not None and entry.reason else ""
 
 
 def _job_tag() -> str:

@@ -482,15 +482,15 @@ def test_review_commands_on_the_command_line(
          "--as", "rev-cli"],
     )  # fmt: skip
     assert soft.exit_code == 0, soft.output
-    assert "paid 2 assignment(s)" in soft.output
+    assert "approved 2 assignment(s); data excluded" in soft.output
     assert states(db, ids["bob"]) == ["approved", "approved"]
     assert standing(db, study_id, ids["bob"]).excluded_by == "experimenter:rev-cli"
 
     bonus = ["review", "bonus", str(study_id), str(ids["carol"]), "0.25", "--reason", "x"]
     first = runner.invoke(main, bonus)
     second = runner.invoke(main, bonus)
-    assert first.exit_code == 0 and "paid a bonus of 0.25" in first.output
-    assert second.exit_code == 0 and "already paid" in second.output
+    assert first.exit_code == 0 and "bonus of 0.25 recorded" in first.output
+    assert second.exit_code == 0 and "already recorded" in second.output
     bad = runner.invoke(main, ["review", "bonus", str(study_id), str(ids["carol"]), "1.234",
                                "--reason", "x"])  # fmt: skip
     assert bad.exit_code == 1 and "two decimals" in bad.output

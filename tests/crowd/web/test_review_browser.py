@@ -204,7 +204,7 @@ def test_reviewer_soft_rejects_a_worker_with_a_reason(
         n_assignments = session.scalar(
             select(func.count(Assignment.id)).where(Assignment.worker_id == target)
         )
-    assert message == f"paid {n_assignments} assignment(s); data excluded"
+    assert message == f"approved {n_assignments} assignment(s); data excluded"
     assert page.inner_text("#status") == "soft_rejected"
     trail = audit_rows(page, WORKER_AUDIT)
     assert {k: trail[0][k] for k in ("actor", "action", "reason")} == {
