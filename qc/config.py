@@ -4,6 +4,11 @@ The settings live in the study's JSON under "qc"; `parse_qc_config` checks them 
 rest of `qc` can trust plain attributes. Every field is optional, unknown keys are refused
 (a misspelt key would otherwise silently fall back to its default), and `QcConfig.to_json`
 gives back a dict that `parse_qc_config` accepts.
+
+Every setting applies to every rater group: live workers and the raters of imported answers
+(an old MTurk batch, the RoFT release, an LLM) get the same evidence and the same rules. A
+rule of "rules" may say `"live_only": true` (default false) to judge live workers only;
+see `qc.rules.Rule`.
 """
 
 from __future__ import annotations

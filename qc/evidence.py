@@ -10,7 +10,12 @@ Input is "QC rows", one dict per stored response, in time order (the caller sort
      "attention_passed": bool | None,  # attention items only
      "gold_accuracy": float | None,    # gold items only, in [0, 1]
      "explanation": str | None,
-     "typing": {"keys", "pastes", "pasted_chars", "typing_ms"} | None}
+     "typing": {"keys", "pastes", "pasted_chars", "typing_ms"} | None,
+     "source": "live" | "imported",    # optional, "live" when absent
+     "rater_group": str | None}        # optional, e.g. "crowd", "mturk", "expert"
+
+Imported answers give the same rows: no typing report, and seconds only where the import
+had them.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from typing import Any
 from qc.anomalies import WorkerSignals
 from qc.config import QcConfig
 from qc.gold import GoldConfidence, gold_rate
+from qc.rules import IMPORTED
+
+LIVE = "live"
 
 
 def worker_evidence(
@@ -31,8 +39,10 @@ def worker_evidence(
     Keys: the metrics of `WorkerSignals`, plus attention_checks, attention_failed, gold_n,
     gold_accuracy (mean raw accuracy; None without gold), gold_mean (posterior mean; the
     prior's without gold), gold_below_prob (P(accuracy < config.gold.threshold); None
-    without gold), gold_rate (the chance the next item is gold) and "evidence" (signal ->
-    entries, for display). Workers with only training rows appear with 0 responses.
+    without gold), gold_rate (the chance the next item is gold), "evidence" (signal ->
+    entries, for display), "source" ("live" if any row is live, else "imported"; what
+    `live_only` rules look at) and "rater_groups" (the sorted groups of the worker's rows).
+    Workers with only training rows appear with 0 responses.
 
     >>> from qc.config import parse_qc_config
     >>> rows = [{"worker": "a", "item": "g1", "kind": "gold", "gold_accuracy": 0.0},
@@ -48,8 +58,14 @@ def worker_evidence(
     gold_results: list[tuple[str, float]] = []
     checks: dict[str, int] = {}
     failed: dict[str, int] = {}
+    live: set[str] = set()
+    groups: dict[str, set[str]] = {}
     for row in rows:
         worker = str(row["worker"])
+        if row.get("source", LIVE) == LIVE:
+            live.add(worker)
+        if row.get("rater_group") is not None:
+            groups.setdefault(worker, set()).add(str(row["rater_group"]))
         if row["kind"] == "gold" and row.get("gold_accuracy") is not None:
             gold_results.append((worker, row["gold_accuracy"]))
         elif row["kind"] == "attention":
@@ -75,5 +91,7 @@ def worker_evidence(
             "gold_below_prob": gold.prob_below(worker, policy.threshold) if n_gold else None,
             "gold_rate": gold_rate(alpha, beta, policy),
             "evidence": signals.signals_[worker],
+            "source": LIVE if worker in live else IMPORTED,
+            "rater_groups": sorted(groups.get(worker, ())),
         }
     return out

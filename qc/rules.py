@@ -4,6 +4,11 @@ Rules run over the per-worker dicts of `qc.evidence.worker_evidence`. A rule fir
 worker when every `min_evidence` metric reaches its minimum (so one unlucky answer cannot
 decide) and `metric op threshold` holds; a metric that is None (no data) never fires. Each
 firing is a `Decision` with a sentence a reviewer can read and the numbers behind it.
+
+Rules judge every rater, whatever their rater group: live workers and the raters of
+imported answers alike. A rule with `live_only` judges live workers only (a worker whose
+evidence says `"source": "imported"` is left alone), e.g. a speed rule for a crowd whose
+imported annotators answered on paper.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ class Action(StrEnum):
     STOP = "stop"  # no more items; the data so far is kept
     SOFT_BLOCK = "soft_block"  # no more items and left out of the filtered set; still paid
 
+
+# The evidence's "source" of a worker whose answers were imported (ResponseSource's value).
+IMPORTED = "imported"
 
 # The numeric keys of `worker_evidence`; a rule on anything else could never fire.
 METRICS: tuple[str, ...] = (
@@ -47,7 +55,9 @@ OPS: dict[str, Callable[[Any, Any], bool]] = {
     "<": operator.lt,
 }
 
-_KEYS = ("name", "metric", "op", "threshold", "action", "min_evidence", "description")
+_KEYS = (
+    "name", "metric", "op", "threshold", "action", "min_evidence", "description", "live_only",
+)  # fmt: skip
 _REQUIRED = ("name", "metric", "op", "threshold", "action")
 
 
@@ -58,6 +68,9 @@ def _is_number(value: object) -> bool:
 @dataclass(frozen=True)
 class Rule:
     """`action` for workers whose `metric op threshold`, once `min_evidence` is reached.
+
+    `live_only` (default False: the rule applies to every rater group) limits the rule to
+    live workers, leaving the raters of imported answers alone.
 
     >>> rule = Rule.from_json({"name": "slow", "metric": "too_fast_share", "op": ">=",
     ...                        "threshold": 0.5, "action": "flag"})
@@ -72,6 +85,7 @@ class Rule:
     action: Action
     min_evidence: dict[str, float] = field(default_factory=dict)
     description: str = ""
+    live_only: bool = False
 
     def __post_init__(self) -> None:
         where = f"rule {self.name!r}"
@@ -101,6 +115,8 @@ class Rule:
                 raise ValueError(f"{where}: min_evidence[{metric!r}] must be a number")
         if not isinstance(self.description, str):
             raise ValueError(f"{where}: description must be a string")
+        if not isinstance(self.live_only, bool):
+            raise ValueError(f"{where}: live_only must be true or false")
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Rule:
@@ -129,6 +145,7 @@ class Rule:
             action=action,
             min_evidence=dict(min_evidence) if isinstance(min_evidence, Mapping) else min_evidence,
             description=raw.get("description", ""),
+            live_only=raw.get("live_only", False),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -140,6 +157,7 @@ class Rule:
             "action": self.action.value,
             "min_evidence": dict(self.min_evidence),
             "description": self.description,
+            "live_only": self.live_only,
         }
 
 
@@ -261,6 +279,9 @@ def _reason(rule: Rule, values: Mapping[str, Any]) -> str:
 def evaluate(evidence: Mapping[str, Mapping[str, Any]], rules: Sequence[Rule]) -> list[Decision]:
     """The decisions of `rules` over per-worker `evidence`, by worker then rule order.
 
+    A `live_only` rule skips workers whose evidence has `"source": "imported"` (evidence
+    without a source is a live worker's).
+
     >>> rule = Rule("attention_failed", "attention_failed", ">=", 1, Action.SOFT_BLOCK,
     ...             {"attention_checks": 1})
     >>> evidence = {"a": {"attention_failed": 1, "attention_checks": 2},
@@ -271,7 +292,10 @@ def evaluate(evidence: Mapping[str, Mapping[str, Any]], rules: Sequence[Rule]) -
     decisions: list[Decision] = []
     for worker in sorted(evidence):
         metrics = evidence[worker]
+        imported = metrics.get("source") == IMPORTED
         for rule in rules:
+            if rule.live_only and imported:
+                continue
             if not _enough_evidence(worker, metrics, rule):
                 continue
             value = _number(worker, metrics, rule.metric)

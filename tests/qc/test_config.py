@@ -54,6 +54,12 @@ def test_rules_list_replaces_the_defaults() -> None:
     [rule] = config.rules
     assert (rule.name, rule.action, rule.min_evidence) == ("slow_gold", Action.STOP, {"gold_n": 5})
     assert parse_qc_config({"rules": []}).rules == ()
+    # Every rule applies to every rater group unless it says it judges live workers only.
+    assert all(not rule.live_only for rule in parse_qc_config(None).rules)
+    [live] = parse_qc_config({"rules": [raw_rule | {"live_only": True}]}).rules
+    assert live.live_only is True
+    with pytest.raises(ValueError, match=r"qc.rules\[0\]: rule 'slow_gold': live_only must be"):
+        parse_qc_config({"rules": [raw_rule | {"live_only": "no"}]})
 
 
 def test_round_trip() -> None:

@@ -67,6 +67,28 @@ def test_every_rule_metric_is_present_and_evidence_is_attached() -> None:
     assert out["evidence"]["too_fast"][0]["response_id"] == 1
 
 
+def test_imported_raters_get_the_same_evidence_with_their_source_and_groups() -> None:
+    text = "the fourth sentence contradicts the first one"
+    rows = [
+        row("roft:a", "real", n, seconds=None, explanation=text, source="imported",
+            rater_group="roft", item=f"r{n}")
+        for n in range(1, 8)
+    ]  # fmt: skip
+    rows += [row("sim:b", "real", 9, source="live", rater_group="crowd"), row("old", "real", 10)]
+    out = worker_evidence(rows, parse_qc_config(None))
+    imported = out["roft:a"]
+    # No timing in the import: no speed evidence, but the repeated text is caught.
+    assert imported["too_fast_n"] == 0 and imported["responses"] == 7
+    assert imported["repeated_explanations"] == 7
+    [repeats] = imported["evidence"]["repeated_explanation"]
+    assert repeats["items"] == [f"r{n}" for n in range(1, 8)]
+    assert (imported["source"], imported["rater_groups"]) == ("imported", ["roft"])
+    assert (out["sim:b"]["source"], out["sim:b"]["rater_groups"]) == ("live", ["crowd"])
+    assert (out["old"]["source"], out["old"]["rater_groups"]) == ("live", [])
+    decisions = {(d.worker, d.rule) for d in evaluate(out, parse_qc_config(None).rules)}
+    assert ("roft:a", "repeated_explanations") in decisions
+
+
 def test_training_only_workers_appear() -> None:
     rows = [row("t", "training", 1), row("t", "training", 2, seconds=0.1)]
     out = worker_evidence(rows, parse_qc_config(None))

@@ -139,6 +139,27 @@ def test_rule_json_round_trip() -> None:
     raw = {"name": "n", "metric": "gold_n", "op": "<", "threshold": 2, "action": "stop"}
     rule = Rule.from_json(raw)
     assert rule.action is Action.STOP and rule.min_evidence == {} and rule.description == ""
+    assert rule.live_only is False  # by default a rule judges every rater group
+    live = Rule.from_json(raw | {"live_only": True})
+    assert live.live_only is True and live.to_json()["live_only"] is True
+    assert Rule.from_json(live.to_json()) == live
+
+
+def test_a_live_only_rule_leaves_imported_raters_alone() -> None:
+    everyone = Rule("copied", "repeated_explanations", ">=", 3, Action.SOFT_BLOCK)
+    live_only = Rule("copied_live", "repeated_explanations", ">=", 3, Action.SOFT_BLOCK,
+                     live_only=True)  # fmt: skip
+    evidence = {
+        "imported": {"repeated_explanations": 7, "source": "imported"},
+        "live": {"repeated_explanations": 4, "source": "live"},
+        "unsaid": {"repeated_explanations": 5},  # evidence without a source: a live worker
+    }
+    fired = {(d.worker, d.rule) for d in evaluate(evidence, [everyone, live_only])}
+    assert fired == {
+        ("imported", "copied"),
+        ("live", "copied"), ("live", "copied_live"),
+        ("unsaid", "copied"), ("unsaid", "copied_live"),
+    }  # fmt: skip
 
 
 BASE = {"name": "n", "metric": "gold_n", "op": ">=", "threshold": 1, "action": "flag"}
@@ -159,6 +180,8 @@ BASE = {"name": "n", "metric": "gold_n", "op": ">=", "threshold": 1, "action": "
         ({"name": ""}, "rule name must be a non-empty string"),
         ({"description": 3}, "description must be a string"),
         ({"colour": "red"}, "rule key 'colour' is unknown"),
+        ({"live_only": "yes"}, "live_only must be true or false"),
+        ({"live_only": 1}, "live_only must be true or false"),
     ],
 )
 def test_rule_from_json_errors(change: dict[str, Any], message: str) -> None:
