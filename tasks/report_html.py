@@ -120,3 +120,39 @@ def page(title: str, body: Sequence[str], css: str) -> str:
         "</body></html>",
     ]
     return "\n".join(parts)
+
+
+def exclusions_by_group(data: Mapping[str, Any]) -> str:
+    """What the filtered set leaves out of each rater group (live workers and the raters of
+    imported answers alike), as a table; "" where the analysis has no rater groups."""
+    groups = (data.get("excluded") or {}).get("by_rater_group") or {}
+    if not groups:
+        return ""
+    rows = [
+        [name, integer(entry.get("n_workers", 0)), integer(entry.get("n_responses", 0))]
+        for name, entry in groups.items()
+    ]
+    return table(
+        ["Rater group", "raters left out", "responses left out"], rows, table_id="excluded-groups"
+    )
+
+
+def rule_rows(rules: Mapping[str, Any]) -> list[list[str]]:
+    """One row per QC rule (or "reviewer") with what it removed, in all and per rater group."""
+    return [
+        [
+            name,
+            integer(entry.get("workers")),
+            integer(entry.get("responses")),
+            ", ".join(
+                f"{group} {integer(part.get('workers'))}/{integer(part.get('responses'))}"
+                for group, part in (entry.get("by_rater_group") or {}).items()
+            ),
+        ]
+        for name, entry in sorted(rules.items())
+    ]
+
+
+RULE_HEADER = (
+    "QC rule", "workers removed", "responses removed", "by rater group (workers/responses)",
+)  # fmt: skip

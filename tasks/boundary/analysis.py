@@ -1,4 +1,9 @@
-"""Pure analysis of boundary-detection (RoFT) responses: accuracy, points, agreement and QC."""
+"""Pure analysis of boundary-detection (RoFT) responses: accuracy, points, agreement and QC.
+
+Every figure counts every rater group (live crowd, an imported RoFT release, experts...):
+each summary names the groups it pools (`rater_groups`), and `by_rater_group` gives the
+same figures for each group alone.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ Row = Mapping[str, Any]
 # Attention checks only tell us whether a worker reads; they carry no information about detection
 # skill, so every metric is computed over these kinds alone.
 SCORED_KINDS = frozenset({"real", "gold"})
+DEFAULT_RATER_GROUP = "crowd"  # rows without one (older callers) are the live crowd's
 KINDS = SCORED_KINDS | {"attention"}
 N_POSITIONS = 10
 MAX_POINTS = 5
@@ -159,23 +165,30 @@ def _reasons(scored: Sequence[Row]) -> dict[str, int]:
     return result
 
 
+def _group(row: Row) -> str:
+    return str(row.get("rater_group") or DEFAULT_RATER_GROUP)
+
+
 def _split(scored: Sequence[Row], key: str) -> dict[str, dict[str, Any]]:
     # Rows without a value for the key have no group to go in; they still count in the totals.
     groups: dict[str, list[Row]] = defaultdict(list)
     for row in scored:
-        if row.get(key) is not None:
-            groups[str(row[key])].append(row)
+        value = _group(row) if key == "rater_group" else row.get(key)
+        if value is not None:
+            groups[str(value)].append(row)
     return {value: summarize(groups[value], split=False) for value in sorted(groups)}
 
 
 def summarize(rows: Sequence[Row], *, split: bool = True) -> dict[str, Any]:
-    """Headline metrics over the real and gold rows; attention checks are left out."""
+    """Headline metrics over the real and gold rows of every rater group (named in
+    `rater_groups`); attention checks are left out."""
     scored = [row for row in rows if row["kind"] in SCORED_KINDS]
     distances = np.array([int(r["guess"]) - int(r["boundary"]) for r in scored], dtype=int)
     earned = np.array([_row_points(r) for r in scored], dtype=float)
     n = len(scored)
     summary: dict[str, Any] = {
         "n_annotations": n,
+        "rater_groups": sorted({_group(r) for r in scored}),
         "n_workers": len({str(r["worker"]) for r in scored}),
         "n_items": len({str(r["item"]) for r in scored}),
         "exact_accuracy": _num(np.mean(distances == 0)) if n else None,
@@ -192,6 +205,7 @@ def summarize(rows: Sequence[Row], *, split: bool = True) -> dict[str, Any]:
     if split:
         summary["by_category"] = _split(scored, "category")
         summary["by_generator"] = _split(scored, "generator")
+        summary["by_rater_group"] = _split(scored, "rater_group")
     return summary
 
 

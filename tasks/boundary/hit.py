@@ -295,6 +295,7 @@ class BoundaryHit(HitType):
             "created_at": row["created_at"],
             "prompt_index": meta.get("prompt_index"),
             "source": row.get("source", "live"),
+            "rater_group": row.get("rater_group") or analysis.DEFAULT_RATER_GROUP,
         }
 
     def analyze(

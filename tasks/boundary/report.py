@@ -12,13 +12,16 @@ from matplotlib.figure import Figure
 
 from tasks.boundary.reasons import REASON_LABELS
 from tasks.report_html import (
+    RULE_HEADER,
     dec,
     embed_figures,
     esc,
+    exclusions_by_group,
     integer,
     no_data,
     page,
     pct,
+    rule_rows,
     style,
     table,
 )
@@ -171,6 +174,11 @@ def _group_table(full: Section, filtered: Section, key: str, label: str) -> str:
     return table(header, rows)
 
 
+def groups_used(part: Section) -> str:
+    """The rater groups a set's figures pool, for the page."""
+    return ", ".join(str(group) for group in _get(part, "rater_groups") or []) or "none"
+
+
 def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> str:
     """Write the three PNG plots into out_dir and return the HTML report with them embedded."""
     out_dir = pathlib.Path(out_dir)
@@ -179,6 +187,7 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
     filtered: Section = data.get("filtered") or {}
     attention: Section = data.get("attention") or {}
     excluded: Section = data.get("excluded") or {}
+    rules: Section = data.get("rules") or {}
 
     figures = {
         "distance": _plot_distance(full, filtered),
@@ -214,6 +223,8 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
         f"<p>Workers caught: {esc(caught)}</p>"
         f"<p>The filtered set leaves out {esc(integer(excluded.get('n_workers', 0)))} workers "
         f"and {esc(integer(excluded.get('n_responses', 0)))} responses.</p>"
+        + exclusions_by_group(data)
+        + (table(RULE_HEADER, rule_rows(rules)) if rules else "")
     )
     headline = table(
         ["Metric", "Full set", "Filtered set"],
@@ -250,6 +261,9 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
         "<h2>Attention checks</h2>",
         attention_html,
         "<h2>Full vs filtered set</h2>",
+        f"<p>Every figure pools the rater groups: {esc(groups_used(full))} (full set); "
+        f"{esc(groups_used(filtered))} (filtered set). The table by rater group below gives "
+        "each group alone.</p>",
         headline,
         "<h2>Plots</h2>",
         *images,
@@ -261,5 +275,7 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
         _group_table(full, filtered, "by_category", "Category"),
         "<h2>By generator</h2>",
         _group_table(full, filtered, "by_generator", "Generator"),
+        "<h2>By rater group</h2>",
+        _group_table(full, filtered, "by_rater_group", "Rater group"),
     ]
     return page(title, body, STYLE)

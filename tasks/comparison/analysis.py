@@ -9,6 +9,13 @@ count in the statistics; training and attention labels are summarised on their o
 Expert labels are the responses whose rater group is an expert group (imported labels), plus
 the experimenter's own `best` on each gold item.
 
+Every rater group counts. The paper's table and win rates compare the crowd (rater group
+"crowd", the live workers and answers imported without a group) with the experts; the same
+figures for every rater group follow (an old MTurk batch imported as "mturk", an LLM...):
+agreement within each group and between every two groups (the experimenter's gold labels as
+the group "experimenter"), and win rates by each group's majority. Every figure says which
+rater groups it uses (`rater_groups`, and `figure_groups` for the counts and tables).
+
 Confidence intervals:
 - agreement rates: a cluster bootstrap over items (percentile, 95%). The pairs of one item
   share its labels (with 5 labels, 10 pairs come from 5 answers), so pairs are not independent
@@ -76,16 +83,26 @@ def _check_rows(rows: Iterable[Row]) -> None:
 
 @dataclass
 class ItemLabels:
-    """The labels of one item: crowd workers' and experts' (rater, canonical best)."""
+    """The labels of one item, (rater, canonical best): the crowd's, the experts' (expert
+    groups and the experimenter's gold label), and every rater group's on its own."""
 
     k: int
     policies: list[Any]
     crowd: list[tuple[str, int]] = field(default_factory=list)
     experts: list[tuple[str, int]] = field(default_factory=list)
+    groups: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+
+
+def _group(row: Row) -> str:
+    return str(row.get("rater_group") or CROWD)
 
 
 def group_items(rows: Sequence[Row], expert_groups: Iterable[str]) -> dict[str, ItemLabels]:
-    """Labels of the real and gold rows by item; other rater groups (e.g. an LLM) are left out."""
+    """Labels of the real and gold rows by item, by rater group.
+
+    The crowd and the expert groups fill the paper's table; `groups` holds every group's
+    labels (others, e.g. an LLM, only there), the gold label under EXPERIMENTER.
+    """
     experts = set(expert_groups)
     items: dict[str, ItemLabels] = {}
     for row in rows:
@@ -98,12 +115,16 @@ def group_items(rows: Sequence[Row], expert_groups: Iterable[str]) -> dict[str, 
             policies = list(row.get("policies") or [None] * len(texts))
             labels = items[item] = ItemLabels(k=len(texts), policies=policies)
             if row["kind"] == "gold" and row.get("expected_best") is not None:
-                labels.experts.append((EXPERIMENTER, int(row["expected_best"])))
-        group = str(row.get("rater_group") or CROWD)
+                gold = (EXPERIMENTER, int(row["expected_best"]))
+                labels.experts.append(gold)
+                labels.groups[EXPERIMENTER] = [gold]
+        group = _group(row)
+        label = (str(row["worker"]), int(row["best"]))
+        labels.groups.setdefault(group, []).append(label)
         if group == CROWD:
-            labels.crowd.append((str(row["worker"]), int(row["best"])))
+            labels.crowd.append(label)
         elif group in experts:
-            labels.experts.append((str(row["worker"]), int(row["best"])))
+            labels.experts.append(label)
     return items
 
 
@@ -175,7 +196,11 @@ def _agreement(per_item: Sequence[tuple[int, int, int]]) -> dict[str, Any]:
 
 
 def agreement_table(items: Mapping[str, ItemLabels]) -> dict[str, Any]:
-    """Chance, worker-worker, expert-worker and expert-expert agreement, as in the paper."""
+    """Chance, worker-worker, expert-worker and expert-expert agreement, as in the paper.
+
+    Workers are the crowd; experts the expert groups and the experimenter (see `summarize`,
+    which names the groups of each row).
+    """
     worker: list[tuple[int, int, int]] = []
     expert_worker: list[tuple[int, int, int]] = []
     expert: list[tuple[int, int, int]] = []
@@ -193,6 +218,29 @@ def agreement_table(items: Mapping[str, ItemLabels]) -> dict[str, Any]:
         "expert_worker": _agreement(expert_worker),
         "expert_expert": _agreement(expert),
     }
+
+
+def agreement_by_group(items: Mapping[str, ItemLabels]) -> list[dict[str, Any]]:
+    """Agreement within every rater group and between every two groups, on the same items.
+
+    Groups in name order, the experimenter's gold labels (one per gold item) last; a group
+    with one rater per item has no pairs within it (rate None).
+    """
+    names = sorted({g for labels in items.values() for g in labels.groups} - {EXPERIMENTER})
+    if any(EXPERIMENTER in labels.groups for labels in items.values()):
+        names.append(EXPERIMENTER)
+    entries = []
+    for index, first in enumerate(names):
+        for second in names[index:]:
+            if first == second == EXPERIMENTER:
+                continue  # one gold label per item: never a pair
+            per_item = []
+            for labels in items.values():
+                a, b = labels.groups.get(first, []), labels.groups.get(second, [])
+                counted = _pairs_within(a) if first == second else _pairs_between(a, b)
+                per_item.append((*counted, labels.k))
+            entries.append({"group_a": first, "group_b": second, **_agreement(per_item)})
+    return entries
 
 
 def two_policies(policies: Sequence[Any]) -> tuple[str, str] | None:
@@ -234,37 +282,39 @@ def _win_entry(
     }
 
 
-def win_rates(items: Mapping[str, ItemLabels]) -> list[dict[str, Any]]:
-    """Model-vs-model win rates from the majority of the crowd labels on each item.
+def win_rates(items: Mapping[str, ItemLabels], group: str = CROWD) -> list[dict[str, Any]]:
+    """Model-vs-model win rates from the majority of one rater group's labels on each item.
 
     An item counts when two policies wrote half its candidates each (2-way: a ~ A, b ~ B;
     4-way: a0, a1 ~ A, b0, b1 ~ B). Its winner is the policy picked by more crowd workers; a
     tie (e.g. 1-1 with two labels) is counted under "ties" and left out of the win rate and
     its interval. Items with fewer labels than planned (say 1 instead of a majority of 3) are
     used as they are; labels_per_item shows how many labels each item had. One entry per
-    policy pair and K, then one over all K ("k": "all").
+    policy pair and K, then one over all K ("k": "all"), each naming its `rater_groups`.
     """
     by_pair: dict[tuple[str, str], dict[int, list[tuple[str | None, int]]]] = defaultdict(
         lambda: defaultdict(list)
     )
     for labels in items.values():
         pair = two_policies(labels.policies)
-        if pair is None or not labels.crowd:
+        voters = labels.groups.get(group, [])
+        if pair is None or not voters:
             continue
-        votes = Counter(str(labels.policies[best]) for _, best in labels.crowd)
+        votes = Counter(str(labels.policies[best]) for _, best in voters)
         a, b = votes[pair[0]], votes[pair[1]]
         winner = pair[0] if a > b else pair[1] if b > a else None
-        by_pair[pair][labels.k].append((winner, len(labels.crowd)))
+        by_pair[pair][labels.k].append((winner, len(voters)))
     entries: list[dict[str, Any]] = []
     for pair in sorted(by_pair):
         per_k = by_pair[pair]
         entries.extend(_win_entry(pair, k, per_k[k]) for k in sorted(per_k))
         entries.append(_win_entry(pair, "all", [o for k in sorted(per_k) for o in per_k[k]]))
-    return entries
+    return [{**entry, "rater_groups": [group]} for entry in entries]
 
 
 def _position_bias(rows: Sequence[Row]) -> dict[str, Any]:
-    """How often each displayed position was picked, by K, against 1/K (live labels only)."""
+    """How often each displayed position was picked, by K, against 1/K (live labels only:
+    imported ones have no displayed order)."""
     counts: dict[int, list[int]] = {}
     for row in rows:
         shown = row.get("shown")
@@ -289,20 +339,21 @@ def _position_bias(rows: Sequence[Row]) -> dict[str, Any]:
 
 
 def per_worker(rows: Sequence[Row], items: Mapping[str, ItemLabels]) -> list[dict[str, Any]]:
-    """Each crowd worker's labels, agreement with other workers and experts, position picks."""
-    by_worker: dict[str, list[Row]] = defaultdict(list)
+    """Each rater's labels, agreement with the other raters of their group and with the
+    experts, gold accuracy and position picks; raters of every group, by group then name."""
+    by_worker: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in rows:
-        if row["kind"] in SCORED_KINDS and str(row.get("rater_group") or CROWD) == CROWD:
-            by_worker[str(row["worker"])].append(row)
+        if row["kind"] in SCORED_KINDS:
+            by_worker[(_group(row), str(row["worker"]))].append(row)
     result = []
-    for worker in sorted(by_worker):
-        own = by_worker[worker]
+    for group, worker in sorted(by_worker):
+        own = by_worker[(group, worker)]
         ww = [0, 0]
         ew = [0, 0]
         for row in own:
             labels = items[str(row["item"])]
             mine = [(worker, int(row["best"]))]
-            others = [label for label in labels.crowd if label[0] != worker]
+            others = [label for label in labels.groups.get(group, []) if label[0] != worker]
             for total, (agree, pairs) in (
                 (ww, _pairs_between(mine, others)),
                 (ew, _pairs_between(mine, labels.experts)),
@@ -318,6 +369,7 @@ def per_worker(rows: Sequence[Row], items: Mapping[str, ItemLabels]) -> list[dic
         result.append(
             {
                 "worker": worker,
+                "rater_group": group,
                 "labels": len(own),
                 "worker_pairs": ww[1],
                 "worker_agreement": _num(ww[0] / ww[1]) if ww[1] else None,
@@ -341,21 +393,68 @@ def per_worker(rows: Sequence[Row], items: Mapping[str, ItemLabels]) -> list[dic
     return result
 
 
+def _gold_accuracy(rows: Sequence[Row]) -> tuple[int, float | None]:
+    gold = [row for row in rows if row["kind"] == "gold" and row.get("expected_best") is not None]
+    if not gold:
+        return 0, None
+    return len(gold), _num(np.mean([int(r["best"]) == int(r["expected_best"]) for r in gold]))
+
+
+def _by_group(scored: Sequence[Row], experts: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Counts and gold accuracy of each rater group."""
+    rows_of: dict[str, list[Row]] = defaultdict(list)
+    for row in scored:
+        rows_of[_group(row)].append(row)
+    out = {}
+    for group in sorted(rows_of):
+        rows = rows_of[group]
+        n_gold, accuracy = _gold_accuracy(rows)
+        out[group] = {
+            "expert": group in experts,
+            "n_labels": len(rows),
+            "n_raters": len({str(row["worker"]) for row in rows}),
+            "n_items": len({str(row["item"]) for row in rows}),
+            "n_gold_labels": n_gold,
+            "gold_accuracy": accuracy,
+        }
+    return out
+
+
 def summarize(
     rows: Sequence[Row], expert_groups: Iterable[str] = DEFAULT_EXPERT_GROUPS
 ) -> dict[str, Any]:
-    """Every statistic over the real and gold rows of one set (full or filtered)."""
+    """Every statistic over the real and gold rows of one set (full or filtered).
+
+    The paper's figures (agreement, win_rates, gold accuracy, n_workers) are the crowd's
+    against the experts; `agreement_by_group`, `win_rates_by_group` and `by_rater_group` give
+    them for every rater group, and each figure names the groups it uses.
+    """
     groups = tuple(expert_groups)
     scored = [row for row in rows if row["kind"] in SCORED_KINDS]
     items = group_items(scored, groups)
-    crowd = [row for row in scored if str(row.get("rater_group") or CROWD) == CROWD]
-    gold = [row for row in crowd if row["kind"] == "gold" and row.get("expected_best") is not None]
-    by_group = Counter(str(row.get("rater_group") or CROWD) for row in scored)
+    crowd = [row for row in scored if _group(row) == CROWD]
+    n_gold, gold_accuracy = _gold_accuracy(crowd)
+    by_group = Counter(_group(row) for row in scored)
+    present = sorted(by_group)
+    experts = [g for g in present if g in groups]
+    if any(EXPERIMENTER in labels.groups for labels in items.values()):
+        experts.append(EXPERIMENTER)
+    agreement = agreement_table(items)
+    used = {
+        "chance": [CROWD, *experts],
+        "worker_worker": [CROWD],
+        "expert_worker": [CROWD, *experts],
+        "expert_expert": experts,
+    }
+    for key, names in used.items():
+        agreement[key]["rater_groups"] = names
     return {
+        "rater_groups": present,
         "n_labels": len(scored),
         "n_crowd_labels": len(crowd),
         "n_expert_labels": sum(by_group[g] for g in groups),
-        "labels_by_group": {group: by_group[group] for group in sorted(by_group)},
+        "labels_by_group": {group: by_group[group] for group in present},
+        "by_rater_group": _by_group(scored, groups),
         "n_workers": len({str(row["worker"]) for row in crowd}),
         "n_items": len(items),
         "items_by_k": {
@@ -364,14 +463,21 @@ def summarize(
         "n_gold_items": sum(
             1 for lab in items.values() if any(r == EXPERIMENTER for r, _ in lab.experts)
         ),
-        "gold_accuracy": _num(np.mean([int(r["best"]) == int(r["expected_best"]) for r in gold]))
-        if gold
-        else None,
-        "n_gold_labels": len(gold),
-        "agreement": agreement_table(items),
+        "gold_accuracy": gold_accuracy,
+        "n_gold_labels": n_gold,
+        "agreement": agreement,
+        "agreement_by_group": agreement_by_group(items),
         "win_rates": win_rates(items),
-        "position_bias": _position_bias(crowd),
-        "workers": per_worker(crowd, items),
+        "win_rates_by_group": {group: win_rates(items, group) for group in present},
+        "position_bias": _position_bias(scored),
+        "workers": per_worker(scored, items),
+        # The groups behind the figures that do not name their own.
+        "figure_groups": {
+            "n_workers": [CROWD],
+            "gold_accuracy": [CROWD],
+            "position_bias": sorted({_group(r) for r in scored if r.get("shown") is not None}),
+            "workers": present,
+        },
     }
 
 

@@ -12,12 +12,15 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from tasks.report_html import (
+    RULE_HEADER,
     embed_figures,
     esc,
+    exclusions_by_group,
     integer,
     no_data,
     page,
     pct,
+    rule_rows,
     style,
     table,
 )
@@ -185,16 +188,20 @@ def _plot_position(full: Section, filtered: Section) -> Figure:
     return fig
 
 
+def _groups(entry: Section) -> str:
+    return ", ".join(str(group) for group in entry.get("rater_groups") or []) or "none"
+
+
 def _agreement_table(full: Section, filtered: Section) -> str:
     rows = []
     parts = (full.get("agreement") or {}, filtered.get("agreement") or {})
     chance = [part.get("chance") or {} for part in parts]
     rows.append(
-        ["Chance (1/K)"]
+        ["Chance (1/K)", _groups(chance[0])]
         + [cell for c in chance for cell in (pct(c.get("rate")), "", integer(c.get("n_items")), "")]
     )
     for key, label in AGREEMENT_ROWS:
-        cells = [label]
+        cells = [label, _groups(parts[0].get(key) or {})]
         for part in parts:
             entry = part.get(key) or {}
             cells += [
@@ -204,7 +211,7 @@ def _agreement_table(full: Section, filtered: Section) -> str:
                 integer(entry.get("n_pairs", 0)),
             ]
         rows.append(cells)
-    header = ["Agreement"] + [
+    header = ["Agreement", "rater groups"] + [
         f"{column} ({name})"
         for name in ("full", "filtered")
         for column in ("rate", "95% CI", "items", "pairs")
@@ -212,9 +219,36 @@ def _agreement_table(full: Section, filtered: Section) -> str:
     return table(header, rows, table_id="agreement")
 
 
-def _win_table(part: Section) -> str:
+def _agreement_by_group_table(full: Section, filtered: Section) -> str:
+    """Agreement within and between every two rater groups, full and filtered set."""
+    keyed = [
+        {(e["group_a"], e["group_b"]): e for e in part.get("agreement_by_group") or []}
+        for part in (full, filtered)
+    ]
+    rows = []
+    for pair in dict.fromkeys([*keyed[0], *keyed[1]]):
+        cells = [pair[0] if pair[0] == pair[1] else f"{pair[0]} - {pair[1]}"]
+        for entries in keyed:
+            entry = entries.get(pair) or {}
+            cells += [pct(entry.get("rate")), _ci(entry), integer(entry.get("n_pairs", 0))]
+        rows.append(cells)
+    header = ["Rater groups"] + [
+        f"{column} ({name})"
+        for name in ("full", "filtered")
+        for column in ("rate", "95% CI", "pairs")
+    ]
+    return table(header, rows, table_id="agreement-by-group")
+
+
+def _win_table(part: Section, by_group: bool = False, table_id: str = "") -> str:
+    entries: list[Section] = (
+        [e for group in (part.get("win_rates_by_group") or {}).values() for e in group]
+        if by_group
+        else list(part.get("win_rates") or [])
+    )
     rows = [
         [
+            _groups(e),
             f"{e['policy_a']} vs {e['policy_b']}",
             str(e["k"]),
             integer(e["n_items"]),
@@ -225,13 +259,13 @@ def _win_table(part: Section) -> str:
             _ci(e),
             ", ".join(f"{n}: {c}" for n, c in (e.get("labels_per_item") or {}).items()),
         ]
-        for e in part.get("win_rates") or []
+        for e in entries
     ]
     header = [
-        "Policies (A vs B)", "K", "items", "wins A", "wins B", "ties", "win rate A", "95% CI",
-        "labels per item (labels: items)",
+        "Majority of", "Policies (A vs B)", "K", "items", "wins A", "wins B", "ties",
+        "win rate A", "95% CI", "labels per item (labels: items)",
     ]  # fmt: skip
-    return table(header, rows)
+    return table(header, rows, table_id=table_id)
 
 
 def _counts_table(full: Section, filtered: Section) -> str:
@@ -255,10 +289,34 @@ def _counts_table(full: Section, filtered: Section) -> str:
     return table(["Count", "Full set", "Filtered set"], rows)
 
 
+def _groups_table(full: Section, filtered: Section) -> str:
+    """Each rater group's labels, raters, items and gold accuracy, full and filtered set."""
+    parts = (full.get("by_rater_group") or {}, filtered.get("by_rater_group") or {})
+    rows = []
+    for group in dict.fromkeys([*parts[0], *parts[1]]):
+        a, b = parts[0].get(group) or {}, parts[1].get(group) or {}
+        rows.append(
+            [
+                group,
+                "expert" if (a or b).get("expert") else "worker",
+                f"{integer(a.get('n_labels', 0))} / {integer(b.get('n_labels', 0))}",
+                f"{integer(a.get('n_raters', 0))} / {integer(b.get('n_raters', 0))}",
+                f"{integer(a.get('n_items', 0))} / {integer(b.get('n_items', 0))}",
+                f"{pct(a.get('gold_accuracy'))} / {pct(b.get('gold_accuracy'))}",
+            ]
+        )
+    header = [
+        "Rater group", "role", "labels (full / filtered)", "raters", "items",
+        "accuracy on gold",
+    ]  # fmt: skip
+    return table(header, rows, table_id="rater-groups")
+
+
 def _worker_table(part: Section) -> str:
     rows = [
         [
             w["worker"],
+            str(w.get("rater_group", "crowd")),
             integer(w["labels"]),
             f"{pct(w.get('worker_agreement'))} ({integer(w.get('worker_pairs'))})",
             f"{pct(w.get('expert_agreement'))} ({integer(w.get('expert_pairs'))})",
@@ -268,8 +326,8 @@ def _worker_table(part: Section) -> str:
         for w in (part.get("workers") or [])[:MAX_WORKER_ROWS]
     ]
     header = [
-        "Worker", "labels", "agreement with workers (pairs)", "agreement with experts (pairs)",
-        "gold accuracy", "picks of the first shown",
+        "Worker", "rater group", "labels", "agreement within the group (pairs)",
+        "agreement with experts (pairs)", "gold accuracy", "picks of the first shown",
     ]  # fmt: skip
     return table(header, rows, table_id="workers")
 
@@ -293,10 +351,6 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
     images = embed_figures(figures, out_dir, PLOT_FILES)
 
     caught = ", ".join(str(w) for w in attention.get("failed_workers") or []) or "none"
-    rule_rows = [
-        [name, integer(entry.get("workers")), integer(entry.get("responses"))]
-        for name, entry in sorted(rules.items())
-    ]
     quality = (
         f"<p>{esc(integer(attention.get('n_checks', 0)))} attention checks answered, "
         f"{esc(integer(attention.get('n_failed_checks', 0)))} failed; "
@@ -308,30 +362,46 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
         f"{esc(integer(training.get('n_workers', 0)))} workers matched the experimenter "
         f"{esc(pct(training.get('accuracy')))} of the time.</p>"
         f"<p>The filtered set leaves out {esc(integer(excluded.get('n_workers', 0)))} workers "
-        f"and {esc(integer(excluded.get('n_responses', 0)))} responses.</p>"
-        + (table(["QC rule", "workers removed", "responses removed"], rule_rows) if rules else "")
+        f"and {esc(integer(excluded.get('n_responses', 0)))} responses (QC judges live workers "
+        "and the raters of imported answers alike).</p>"
+        + exclusions_by_group(data)
+        + (table(RULE_HEADER, rule_rows(rules)) if rules else "")
     )
     experts = ", ".join(str(g) for g in data.get("expert_groups") or []) or "none"
+    groups = ", ".join(str(g) for g in full.get("rater_groups") or []) or "none"
     body = [
         "<h2>Quality control</h2>",
         quality,
         "<h2>Counts</h2>",
+        f"<p>Rater groups: {esc(groups)}. The crowd counts and its accuracy on gold are the "
+        "rater group crowd's; the table by rater group gives every group's.</p>",
         _counts_table(full, filtered),
+        _groups_table(full, filtered),
         "<h2>Agreement</h2>",
-        f"<p>Share of label pairs on the same item that pick the same candidate. Experts: rater "
-        f"groups {esc(experts)} and the experimenter's label on gold items. Intervals resample "
-        "whole items, since the pairs of one item share labels.</p>",
+        f"<p>Share of label pairs on the same item that pick the same candidate. As in the "
+        f"paper, workers are the rater group crowd; experts are the rater groups {esc(experts)} "
+        "and the experimenter's label on gold items; each row names the groups it uses. "
+        "Intervals resample whole items, since the pairs of one item share labels.</p>",
         _agreement_table(full, filtered),
+        "<h3>By rater group</h3>",
+        "<p>Within each rater group and between every two (the experimenter's gold labels as "
+        "the group experimenter).</p>",
+        _agreement_by_group_table(full, filtered),
         "<h2>Model-vs-model win rates</h2>",
         "<p>Items whose candidates come from two policies, half each; the winner is the policy "
-        "most crowd workers picked (ties are left out of the rate). Clopper-Pearson 95% CI.</p>",
+        "most raters of the group picked (ties are left out of the rate). Clopper-Pearson 95% "
+        "CI. First by the crowd's majority, as in the paper, then by each rater group's.</p>",
         "<h3>Full set</h3>",
         _win_table(full),
         "<h3>Filtered set</h3>",
         _win_table(filtered),
+        "<h3>By rater group, full set</h3>",
+        _win_table(full, by_group=True, table_id="win-rates-by-group-full"),
+        "<h3>By rater group, filtered set</h3>",
+        _win_table(filtered, by_group=True, table_id="win-rates-by-group-filtered"),
         "<h2>Plots</h2>",
         *images,
-        "<h2>Workers (full set, for QC)</h2>",
+        "<h2>Raters (full set, for QC)</h2>",
         _worker_table(full),
     ]
     return page(title, body, STYLE)

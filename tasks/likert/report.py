@@ -13,13 +13,16 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from tasks.report_html import (
+    RULE_HEADER,
     dec,
     embed_figures,
     esc,
+    exclusions_by_group,
     integer,
     no_data,
     page,
     pct,
+    rule_rows,
     style,
     table,
 )
@@ -288,8 +291,10 @@ def _counts_html(part: Section) -> str:
     line = (
         f"<p>{integer(counts.get('n_ratings', 0))} ratings ({integer(counts.get('n_missing', 0))} "
         f"missing) in {integer(counts.get('n_responses', 0))} responses by "
-        f"{integer(counts.get('n_raters', 0))} raters on {integer(counts.get('n_items', 0))} items."
-        "</p>"
+        f"{integer(counts.get('n_raters', 0))} raters on "
+        f"{integer(counts.get('n_items', 0))} items, of the rater groups "
+        f"{esc(', '.join(part.get('rater_groups') or []) or 'none')}; "
+        "every table below gives each rater group on its own rows.</p>"
     )
     rows = [
         [group, integer(c.get("n_raters")), integer(c.get("n_items")), integer(c.get("n_ratings"))]
@@ -309,15 +314,13 @@ def _filters_html(data: Section) -> str:
         f"{esc(integer(attention.get('workers_checked', 0)))} checked workers failed at least one "
         f"({esc(pct(attention.get('worker_failure_rate')))}). Failed: {esc(failed)}.</p>",
         f"<p>The filtered set leaves out {esc(integer(excluded.get('n_workers', 0)))} workers "
-        f"and {esc(integer(excluded.get('n_responses', 0)))} responses.</p>",
+        f"and {esc(integer(excluded.get('n_responses', 0)))} responses (QC judges live workers "
+        "and the raters of imported answers alike).</p>",
     ]
+    parts.append(exclusions_by_group(data))
     rules = data.get("rules") or {}
     if rules:
-        rows = [
-            [name, integer(rule.get("workers")), integer(rule.get("responses"))]
-            for name, rule in rules.items()
-        ]
-        parts.append(table(["Rule", "workers removed", "their responses"], rows))
+        parts.append(table(RULE_HEADER, rule_rows(rules)))
     return "".join(parts)
 
 

@@ -211,6 +211,45 @@ def test_by_category_and_generator(data: dict[str, Any]) -> None:
     assert by_gen["human"]["mean_points"] == pytest.approx(10 / 3, abs=1e-4)
 
 
+def test_every_rater_group_counts_and_is_named() -> None:
+    """w3's answers come from an imported RoFT batch: every figure pools both groups and
+    says so, and the split by rater group gives each alone."""
+    rows = [{**row, "rater_group": "roft" if row["worker"] == "w3" else "crowd"}
+            for row in make_rows()]  # fmt: skip
+    data = analyze(rows, {"w3"})
+    full, filtered = data["full"], data["filtered"]
+    assert full["rater_groups"] == ["crowd", "roft"] and full["n_workers"] == 3
+    assert filtered["rater_groups"] == ["crowd"]
+    by_group = full["by_rater_group"]
+    assert set(by_group) == {"crowd", "roft"}
+    # roft = w3's three scored answers: distances +7, -1, 0 (points 0, 0, 5)
+    assert by_group["roft"]["n_annotations"] == 3 and by_group["roft"]["n_workers"] == 1
+    assert by_group["roft"]["exact_accuracy"] == pytest.approx(1 / 3, abs=1e-4)
+    assert by_group["roft"]["mean_points"] == pytest.approx(5 / 3, abs=1e-4)
+    assert by_group["crowd"]["n_annotations"] == 6 == filtered["n_annotations"]
+    assert by_group["crowd"]["rater_groups"] == ["crowd"]
+    assert data["excluded"]["by_rater_group"] == {
+        "crowd": {"n_workers": 0, "n_responses": 0},
+        "roft": {"n_workers": 1, "n_responses": 4},
+    }
+    # Rows without a group (older callers) are the crowd's.
+    assert summarize(make_rows())["rater_groups"] == ["crowd"]
+
+
+def test_the_report_names_the_rater_groups(tmp_path: pathlib.Path) -> None:
+    rows = [{**row, "rater_group": "roft" if row["worker"] == "w3" else "crowd"}
+            for row in make_rows()]  # fmt: skip
+    data = analyze(rows, {"w3"})
+    data["rules"] = {"copied_reasons": {"workers": 1, "responses": 4,
+                                        "by_rater_group": {"roft": {"workers": 1,
+                                                                    "responses": 4}}}}  # fmt: skip
+    page = render_report(data, tmp_path, "Imported")
+    assert "Every figure pools the rater groups: crowd, roft (full set); crowd (filtered" in page
+    assert "<h2>By rater group</h2>" in page
+    assert '<table id="excluded-groups">' in page and "<td>roft</td><td>1</td><td>4</td>" in page
+    assert "<td>copied_reasons</td>" in page and "roft 1/4" in page
+
+
 # -- filtered set, attention, exclusion ----------------------------------------------------
 
 

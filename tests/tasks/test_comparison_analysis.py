@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import pathlib
 import random
+import re
 from collections import Counter
 from typing import Any
 
@@ -109,13 +110,27 @@ def test_counts(data: dict[str, Any]) -> None:
     assert full["items_by_k"] == {"2": 2, "4": 3}
     assert full["n_gold_items"] == 1 and full["n_gold_labels"] == 2
     assert full["gold_accuracy"] == 0.5
-    assert data["excluded"] == {"n_workers": 1, "n_responses": 4}
+    assert data["excluded"] == {
+        "n_workers": 1,
+        "n_responses": 4,
+        "by_rater_group": {
+            "crowd": {"n_workers": 1, "n_responses": 4},
+            "expert": {"n_workers": 0, "n_responses": 0},
+            "llm": {"n_workers": 0, "n_responses": 0},
+        },
+    }
     assert data["filtered"]["n_crowd_labels"] == 8 and data["filtered"]["n_workers"] == 2
 
 
 def test_agreement_table_full_set(data: dict[str, Any]) -> None:
     table = data["full"]["agreement"]
-    assert table["chance"] == {"rate": 0.35, "n_items": 5}
+    assert table["chance"] == {
+        "rate": 0.35, "n_items": 5, "rater_groups": ["crowd", "expert", "experimenter"],
+    }  # fmt: skip
+    # Each row names the rater groups it uses: the paper's table is the crowd's.
+    assert table["worker_worker"]["rater_groups"] == ["crowd"]
+    assert table["expert_worker"]["rater_groups"] == ["crowd", "expert", "experimenter"]
+    assert table["expert_expert"]["rater_groups"] == ["expert", "experimenter"]
     ww = table["worker_worker"]
     assert (ww["n_agree"], ww["n_pairs"], ww["n_items"]) == (2, 6, 4)
     assert ww["rate"] == pytest.approx(2 / 6, abs=1e-4)
@@ -188,7 +203,11 @@ def test_win_rates_by_k_from_the_crowd_majority(data: dict[str, Any]) -> None:
 
 def test_per_worker_agreement_gold_and_position(data: dict[str, Any]) -> None:
     workers = {w["worker"]: w for w in data["full"]["workers"]}
-    assert set(workers) == {"w1", "w2", "w3"}  # experts and the LLM are not crowd workers
+    # Every rater group's raters, each compared with the others of their own group.
+    assert {(w["rater_group"], w["worker"]) for w in workers.values()} == {
+        ("crowd", "w1"), ("crowd", "w2"), ("crowd", "w3"),
+        ("expert", "e1"), ("expert", "e2"), ("llm", "llm"),
+    }  # fmt: skip
     w1, w2, w3 = workers["w1"], workers["w2"], workers["w3"]
     assert (w1["labels"], w1["worker_pairs"], w1["worker_agreement"]) == (4, 5, 0.4)
     assert (w1["expert_pairs"], w1["expert_agreement"]) == (4, 0.75)
@@ -200,6 +219,12 @@ def test_per_worker_agreement_gold_and_position(data: dict[str, Any]) -> None:
     assert (w2["gold_accuracy"], w2["first_share"]) == (0.0, 0.75)
     assert (w3["labels"], w3["worker_agreement"], w3["expert_agreement"]) == (2, 0.0, 0.0)
     assert w3["gold_accuracy"] is None and w3["first_share"] == 0.5
+    # e1 against e2 on i1 (0 vs 1); against the experts, its own labels never pair with itself.
+    e1, llm = workers["e1"], workers["llm"]
+    assert (e1["labels"], e1["worker_pairs"], e1["worker_agreement"]) == (2, 1, 0.0)
+    assert (e1["expert_pairs"], e1["expert_agreement"]) == (1, 0.0)
+    assert e1["first_share"] is None  # imported labels have no displayed order
+    assert (llm["worker_pairs"], llm["expert_pairs"], llm["expert_agreement"]) == (0, 2, 0.0)
 
 
 def test_position_bias_counts_displayed_positions(data: dict[str, Any]) -> None:
@@ -237,7 +262,8 @@ def test_edge_cases_k2_single_labels_no_experts_no_overlap() -> None:
     single = [make_row(n, f"w{n}", "crowd", item, 1, 0) for n, item in enumerate(("i3", "i4"))]
     summary = summarize(single)
     table = summary["agreement"]
-    assert table["chance"] == {"rate": 0.5, "n_items": 2}
+    assert table["chance"] == {"rate": 0.5, "n_items": 2, "rater_groups": ["crowd"]}
+    assert table["expert_expert"]["rater_groups"] == []  # no expert group, no gold
     for key in ("worker_worker", "expert_worker", "expert_expert"):
         assert table[key]["rate"] is None and table[key]["n_pairs"] == 0
         assert table[key]["ci_low"] is None and table[key]["n_items"] == 0
@@ -305,3 +331,83 @@ def test_report_writes_plots_and_tables(tmp_path: pathlib.Path, data: dict[str, 
     empty_dir = tmp_path / "empty"
     empty = render_report(analyze([], set()), empty_dir, "Empty")
     assert "no data" in empty and all((empty_dir / name).exists() for name in PLOT_FILES.values())
+
+
+# Labels of an old MTurk batch imported as the rater group "mturk" (no displayed order).
+MTURK: list[tuple[str, str, str, int, int | None]] = [
+    ("m1", "mturk", "i1", 0, None), ("m2", "mturk", "i1", 0, None), ("m1", "mturk", "i3", 0, None),
+]  # fmt: skip
+
+
+def test_every_rater_group_has_its_own_agreement_and_win_rates() -> None:
+    """Worked by hand, with the MTurk batch beside the crowd:
+    within mturk: i1 m1:0 m2:0                          -> 1/1
+    crowd - mturk: i1 (0,0,2) x (0,0) 4/6; i3 (1,0) x (0) 1/2 -> 5/8 over 2 items
+    expert - mturk: i1 (0,1) x (0,0) 2/4; i3 (1) x (0) 0/1    -> 2/5
+    win rates by the mturk majority: i1 A (2-0), i3 A (1-0); the crowd's stay as they were.
+    """
+    labels = rows() + [make_row(100 + n, *label) for n, label in enumerate(MTURK)]
+    data = analyze(labels, {"m2"})
+    full = data["full"]
+    assert full["rater_groups"] == ["crowd", "expert", "llm", "mturk"]
+    assert full["by_rater_group"]["mturk"] == {
+        "expert": False, "n_labels": 3, "n_raters": 2, "n_items": 2, "n_gold_labels": 0,
+        "gold_accuracy": None,
+    }  # fmt: skip
+    pairs = {(e["group_a"], e["group_b"]): e for e in full["agreement_by_group"]}
+    assert (pairs[("mturk", "mturk")]["n_agree"], pairs[("mturk", "mturk")]["n_pairs"]) == (1, 1)
+    crowd_mturk = pairs[("crowd", "mturk")]
+    assert (crowd_mturk["n_agree"], crowd_mturk["n_pairs"], crowd_mturk["n_items"]) == (5, 8, 2)
+    assert crowd_mturk["rate"] == 0.625
+    assert (pairs[("expert", "mturk")]["n_agree"], pairs[("expert", "mturk")]["n_pairs"]) == (2, 5)
+    # The crowd within itself is the paper's worker-worker figure; the gold labels pair too.
+    assert pairs[("crowd", "crowd")]["n_pairs"] == full["agreement"]["worker_worker"]["n_pairs"]
+    assert pairs[("crowd", "experimenter")]["n_pairs"] == 2
+    assert ("experimenter", "experimenter") not in pairs
+    assert list(pairs)[-1] == ("mturk", "experimenter")  # the gold labels come last
+    mturk = {e["k"]: e for e in full["win_rates_by_group"]["mturk"]}
+    assert (mturk["all"]["wins_a"], mturk["all"]["wins_b"], mturk["all"]["ties"]) == (2, 0, 0)
+    assert mturk[4]["n_items"] == 1 and mturk[2]["n_items"] == 1
+    assert all(e["rater_groups"] == ["mturk"] for e in mturk.values())
+    assert full["win_rates_by_group"]["crowd"] == full["win_rates"]
+    assert all(e["rater_groups"] == ["crowd"] for e in full["win_rates"])
+    # The MTurk labels leave the paper's crowd figures as they were.
+    assert full["agreement"]["worker_worker"]["n_pairs"] == 6
+    assert {w["worker"] for w in full["workers"] if w["rater_group"] == "mturk"} == {"m1", "m2"}
+    # QC left m2 out: the filtered set's mturk figures lose its label.
+    filtered = data["filtered"]
+    assert filtered["labels_by_group"]["mturk"] == 2
+    assert data["excluded"]["by_rater_group"]["mturk"] == {"n_workers": 1, "n_responses": 1}
+    kept = {(e["group_a"], e["group_b"]): e for e in filtered["agreement_by_group"]}
+    assert kept[("mturk", "mturk")]["n_pairs"] == 0 and kept[("crowd", "mturk")]["n_pairs"] == 3 + 2
+
+
+def _table(html: str, table_id: str) -> list[list[str]]:
+    """The cells of the HTML table with this id, row by row, tags stripped."""
+    found = re.search(rf'<table id="{table_id}">(.*?)</table>', html, re.S)
+    assert found is not None, f"no table {table_id}"
+    return [
+        [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<t[dh]>(.*?)</t[dh]>", row, re.S)]
+        for row in re.findall(r"<tr>(.*?)</tr>", found[1], re.S)
+    ]
+
+
+def test_the_report_says_which_rater_groups_each_figure_uses(tmp_path: pathlib.Path) -> None:
+    labels = rows() + [make_row(100 + n, *label) for n, label in enumerate(MTURK)]
+    data = analyze(labels, set())
+    per_group = {"mturk": {"workers": 1, "responses": 2}}
+    data["rules"] = {"copied": {"workers": 1, "responses": 2, "by_rater_group": per_group}}
+    html = render_report(data, tmp_path, "With an MTurk batch")
+    agreement = {row[0]: row[1] for row in _table(html, "agreement")[1:]}
+    assert agreement["Worker - worker"] == "crowd"
+    assert agreement["Expert - worker"] == "crowd, expert, experimenter"
+    by_group = {row[0]: row[1:] for row in _table(html, "agreement-by-group")[1:]}
+    assert by_group["crowd - mturk"][:3] == ["62.5%", by_group["crowd - mturk"][1], "8"]
+    assert by_group["mturk"][0] == "100.0%"
+    wins = [row for row in _table(html, "win-rates-by-group-full")[1:] if row[0] == "mturk"]
+    assert [(row[2], row[7]) for row in wins] == [("2", "100.0%"), ("4", "100.0%"),
+                                                   ("all", "100.0%")]  # fmt: skip
+    groups = {row[0]: row[1:] for row in _table(html, "rater-groups")[1:]}
+    assert groups["mturk"][:2] == ["worker", "3 / 3"] and groups["expert"][0] == "expert"
+    assert "Rater groups: crowd, expert, llm, mturk." in html
+    assert "mturk 1/2" in html  # what the rule removed, per rater group

@@ -353,7 +353,11 @@ def test_attention_rows_are_summarised_apart_and_the_filter_applies() -> None:
     assert data["full"]["counts"]["n_items"] == 3  # the check is not a rated item
     assert data["full"]["counts"]["n_raters"] == 2
     assert data["filtered"]["counts"]["n_raters"] == 1
-    assert data["excluded"] == {"n_workers": 2, "n_responses": 5}
+    assert data["excluded"] == {
+        "n_workers": 2,
+        "n_responses": 5,
+        "by_rater_group": {"crowd": {"n_workers": 2, "n_responses": 5}},
+    }
     # With only A left, there is no agreement, but the means still come out.
     d = find(data["filtered"]["descriptives"], item_group="human", attribute="fluency")
     assert d["mean"] == 2.0 and d["n"] == 3
