@@ -101,6 +101,10 @@ def _worker_in_study(session: Session, study: Study, worker_id: int) -> Worker:
         select(func.count(Assignment.id)).where(
             Assignment.study_id == study.id, Assignment.worker_id == worker_id
         )
+    ) or session.scalar(  # imported raters have answers but no assignments; QC judges them too
+        select(func.count(Response.id)).where(
+            Response.study_id == study.id, Response.worker_id == worker_id
+        )
     )
     if worker is None or not has_work:
         raise NotFound(f"worker {worker_id} has done no work in study {study.id}")

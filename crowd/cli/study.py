@@ -115,9 +115,10 @@ def import_annotations(
     """Import answers collected elsewhere (all or none) as imported responses.
 
     JSON lines: {"worker", "item", "answer": {...}, "rater_group", "created_at",
-    "explanation", "reasons"}. CSV: columns worker, item (and optionally rater_group,
-    created_at, explanation, reasons); the other columns are the answer, e.g. guess
-    (boundary), one column per attribute or attribute + rating (Likert), best (comparison).
+    "seconds", "explanation", "reasons"}. CSV: columns worker, item (and optionally
+    rater_group, created_at, seconds, explanation, reasons); the other columns are the
+    answer, e.g. guess (boundary), one column per attribute or attribute + rating (Likert),
+    best (comparison). The study's QC rules judge the imported raters too.
     """
     from crowd.studies.annotations import import_file
     from crowd.studies.lifecycle import get_study

@@ -16,7 +16,6 @@ from crowd.storage import (
     Item,
     ItemKind,
     Response,
-    ResponseSource,
     Study,
     StudyWorker,
     Worker,
@@ -34,25 +33,25 @@ METHODS = (
 REPORT_METHODS = ("majority_vote", "dawid_skene", "ordinal_mean", "first_change", "bradley_terry")
 
 
-def _answers(session: Session, study: Study, filtered: bool) -> list[tuple[Item, str, Any]]:
-    """(item, worker key, answer) of live answers to real and gold items."""
+def _answers(session: Session, study: Study, filtered: bool) -> list[tuple[Item, str, Any, str]]:
+    """(item, worker key, answer, rater group) of the answers to real and gold items, live
+    and imported: every rater group counts (`answer_groups` names them)."""
     left_out: set[int] = set()
     if filtered:
         left_out = left_out_workers(session, study)
     result = session.execute(
-        select(Item, Worker, Response.answer)
+        select(Item, Worker, Response.answer, Response.rater_group)
         .join(Item, Item.id == Response.item_id)
         .join(Worker, Worker.id == Response.worker_id)
         .where(
             Response.study_id == study.id,
-            Response.source == ResponseSource.LIVE,
             Item.kind.in_((ItemKind.REAL, ItemKind.GOLD)),
         )
         .order_by(Response.id)
     ).all()
     return [
-        (item, f"{worker.provider}:{worker.external_id}", answer)
-        for item, worker, answer in result
+        (item, f"{worker.provider}:{worker.external_id}", answer, group)
+        for item, worker, answer, group in result
         if worker.id not in left_out
     ]
 
@@ -78,18 +77,19 @@ def compute_aggregations(
     """Aggregate the study's labels by every method that fits its HIT type, and store them.
 
     Tasks are (item, question) pairs, e.g. "story-3/fluency"; on gold items the aggregated
-    labels are scored against the gold answers. Returns a summary per method.
+    labels are scored against the gold answers. Every rater group's answers count, live and
+    imported (`answer_groups` names them). Returns a summary per method.
     """
     hit = get_hit_type(study.hit_type)
     answers = _answers(session, study, filtered)
     triples = [
         (f"{item.external_id}/{key}", worker, label)
-        for item, worker, answer in answers
+        for item, worker, answer, _ in answers
         for key, label in hit.answer_labels(answer).items()
     ]
     truth = {
         f"{item.external_id}/{key}": label
-        for item, _, _ in answers
+        for item, _, _, _ in answers
         if item.kind == ItemKind.GOLD
         for key, label in hit.expected_labels(item.expected).items()
     }
@@ -107,7 +107,7 @@ def compute_aggregations(
     if "bradley_terry" in wanted:  # best-of-K choices, not per-task labels
         choices = [
             (item.external_id, worker, len(item.content["candidates"]), int(answer["best"]))
-            for item, worker, answer in answers
+            for item, worker, answer, _ in answers
         ]
         bt = bradley_terry_best(choices)
         # Same task keys as the categorical methods, so they compare one to one.
@@ -132,6 +132,11 @@ def compute_aggregations(
             "agreement_with_majority_vote": data["agreement_with_majority_vote"],
         }
     return summary, stored
+
+
+def answer_groups(session: Session, study: Study, filtered: bool = True) -> list[str]:
+    """The rater groups whose answers the aggregations use (of the filtered set by default)."""
+    return sorted({group for _, _, _, group in _answers(session, study, filtered)})
 
 
 def store_aggregations(session: Session, study_id: int, results: dict[str, dict[str, Any]]) -> None:
@@ -199,7 +204,7 @@ def promote(
     trusted = trusted_workers(session, study)
     answers: list[tuple[str, str, Hashable]] = [
         (item.external_id, worker, tuple(sorted(hit.answer_labels(answer).items())))
-        for item, worker, answer in _answers(session, study, filtered=True)
+        for item, worker, answer, _ in _answers(session, study, filtered=True)
         if item.kind == ItemKind.REAL
     ]
     agreed = promote_gold(answers, trusted, min_agreeing=min_agreeing, min_share=min_share)

@@ -1,6 +1,10 @@
 """Quality control wired to storage: QC facts on each response, the worker's standing in a
 study, gold serving, the qualification gate, and rules that act (every action audited).
 
+Imported answers (crowd.studies.annotations, crowd.ml.llm_eval) get the same facts, evidence
+and rules as live ones: their raters have a standing in the study, and the rules' exclusions
+leave them out of the filtered set the same way (a rule with `live_only` spares them).
+
 The algorithms are in `qc/` (pure); this module reads and writes the database around them.
 """
 
@@ -22,7 +26,6 @@ from crowd.storage import (
     ItemKind,
     Qualification,
     Response,
-    ResponseSource,
     Serving,
     Study,
     StudyWorker,
@@ -137,12 +140,15 @@ def response_facts(
     hit: HitType,
     item: Item,
     answer: Mapping[str, Any],
-    seconds: float,
+    seconds: float | None,
     config: QcConfig,
 ) -> dict[str, Any]:
-    """The QC facts of a fresh answer: time taken, text shown, gold accuracy, signals."""
+    """The QC facts of an answer: time taken, text shown, gold accuracy, signals.
+
+    `seconds` is None for an imported answer whose file did not say how long it took.
+    """
     flags: dict[str, Any] = {
-        "seconds": round(seconds, 3),
+        "seconds": None if seconds is None else round(seconds, 3),
         "chars_shown": hit.chars_shown(item.content, answer),
         "surface": hit.surface(answer),
     }
@@ -206,27 +212,38 @@ def _qc_row(
     }
 
 
-def qc_rows(session: Session, study_id: int, worker_id: int | None = None) -> list[dict[str, Any]]:
-    """The study's live responses as QC rows (qc/), in time order; one worker's with worker_id."""
+def qc_rows(session: Session, study: Study, worker_id: int | None = None) -> list[dict[str, Any]]:
+    """The study's responses, live and imported, as QC rows (qc/) in time order; one
+    worker's with worker_id.
+
+    An imported response stored without QC facts (before imports had them, or by the LLM
+    rater) gets them here from its item, so its rater is judged like everyone else.
+    """
     query = (
-        select(Response, Item.external_id, Item.kind)
+        select(Response, Item)
         .join(Item, Item.id == Response.item_id)
-        .where(Response.study_id == study_id, Response.source == ResponseSource.LIVE)
+        .where(Response.study_id == study.id)
         .order_by(Response.created_at, Response.id)
     )
     if worker_id is not None:
         query = query.where(Response.worker_id == worker_id)
-    return [
-        _qc_row(
-            response.id,
-            str(response.worker_id),
-            external_id,
-            str(kind),
-            response.qc_flags,
+    hit: HitType | None = None
+    config: QcConfig | None = None
+    rows = []
+    for response, item in session.execute(query).all():
+        flags = response.qc_flags or {}
+        if "chars_shown" not in flags:
+            hit = hit or get_hit_type(study.hit_type)
+            config = config or study_qc(study)
+            flags = {**response_facts(hit, item, response.answer, None, config), **flags}
+        row = _qc_row(
+            response.id, str(response.worker_id), item.external_id, str(item.kind), flags,
             response.explanation,
-        )
-        for response, external_id, kind in session.execute(query).all()
-    ]
+        )  # fmt: skip
+        row["source"] = str(response.source)
+        row["rater_group"] = response.rater_group
+        rows.append(row)
+    return rows
 
 
 # -- gold confidence and serving --------------------------------------------------------------
@@ -234,7 +251,8 @@ def gold_results(session: Session, worker_id: int, study: Study) -> list[float]:
     """The worker's gold accuracies over the experimenter's studies of the study's HIT type.
 
     One confidence per HIT type, pooled over studies; never over other experimenters'
-    studies, whose gold (right or wrong) is theirs to judge by.
+    studies, whose gold (right or wrong) is theirs to judge by. Live and imported answers
+    alike: a worker is one or the other (imported raters have their own providers).
     """
     flags = session.scalars(
         select(Response.qc_flags)
@@ -245,7 +263,6 @@ def gold_results(session: Session, worker_id: int, study: Study) -> list[float]:
             Study.hit_type == study.hit_type,
             Study.experimenter_id == study.experimenter_id,
             Item.kind == ItemKind.GOLD,
-            Response.source == ResponseSource.LIVE,
         )
     ).all()
     return [float(f["gold_accuracy"]) for f in flags if f.get("gold_accuracy") is not None]
@@ -345,7 +362,7 @@ def refresh_standing(session: Session, study: Study, worker_id: int) -> StudyWor
     config = study_qc(study)
     row = standing(session, study.id, worker_id)
     key = str(worker_id)
-    evidence = worker_evidence(qc_rows(session, study.id, worker_id), config).get(key)
+    evidence = worker_evidence(qc_rows(session, study, worker_id), config).get(key)
     if evidence is None:
         return row
     pooled = gold_confidence(gold_results(session, worker_id, study), config)
@@ -385,11 +402,9 @@ def refresh_standing(session: Session, study: Study, worker_id: int) -> StudyWor
 
 
 def refresh_study(session: Session, study: Study) -> int:
-    """Refresh the standing of every worker with live responses in the study."""
+    """Refresh the standing of every worker with responses in the study, imported included."""
     workers = session.scalars(
-        select(Response.worker_id)
-        .where(Response.study_id == study.id, Response.source == ResponseSource.LIVE)
-        .distinct()
+        select(Response.worker_id).where(Response.study_id == study.id).distinct()
     ).all()
     for worker_id in workers:
         refresh_standing(session, study, worker_id)

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from crowd.quality import standing as quality
 from crowd.queue.hooks import QC_REFRESH, Event, on_event
-from crowd.storage import Item, ItemKind, Response, Worker
+from crowd.storage import Item, ItemKind, Response, Study, Worker
 from crowd.storage.outbox import RESPONSE_EXPLAINED, RESPONSE_STORED, RESPONSES_IMPORTED
 
 
@@ -66,6 +66,14 @@ def refresh_after_answer(session: Session, event: Event) -> None:
 
 @on_event(RESPONSES_IMPORTED, order=QC_REFRESH)
 def refresh_after_import(session: Session, event: Event) -> None:
-    """Answers were imported: the numbers of every worker they came from."""
+    """Answers were imported: the numbers and QC standing of every worker they came from.
+
+    Imported raters are judged like live workers (the rules' exclusions shape the filtered
+    set), so the report this event refreshes already leaves out those the rules exclude.
+    """
+    study = session.get(Study, int(event.payload["study_id"]))
+    if study is None:
+        return
     for worker_id in event.payload.get("worker_ids", []):
-        refresh_worker(session, int(worker_id), int(event.payload["study_id"]))
+        refresh_worker(session, int(worker_id), study.id)
+        quality.refresh_standing(session, study, int(worker_id))

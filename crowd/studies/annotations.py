@@ -2,17 +2,20 @@
 
 An old MTurk batch, a spreadsheet of expert ratings or the public RoFT release: each record
 names a worker, an item of the study (by its id), an answer in the HIT type's terms and,
-optionally, when it was given and by which rater group. Every record is checked first and
-then all are stored, or none. Imported responses sit beside live ones, so every analysis
-and QC measure runs on them; they do not count towards the targets of live collection.
+optionally, when it was given, how long it took and by which rater group. Every record is
+checked first and then all are stored, or none. Imported responses sit beside live ones, so
+every analysis and QC measure runs on them: each is stored with the QC facts a live answer
+gets (text shown, attention and gold results, speed where `seconds` is given), and the
+RESPONSES_IMPORTED event refreshes its rater's QC standing (crowd.quality.stats). They do
+not count towards the targets of live collection.
 
 Layouts:
 - JSON lines: {"worker", "item", "answer": {...}, "rater_group"?, "created_at"?,
-  "explanation"?, "reasons"?}.
-- CSV: columns worker and item, optionally rater_group, created_at, explanation and reasons
-  (";"-separated); every other column is part of the answer (e.g. guess; a column per Likert
-  attribute; best). Long-format ratings (columns attribute and rating, one row per rating)
-  are gathered into one answer per worker and item.
+  "seconds"?, "explanation"?, "reasons"?}.
+- CSV: columns worker and item, optionally rater_group, created_at, seconds, explanation and
+  reasons (";"-separated); every other column is part of the answer (e.g. guess; a column
+  per Likert attribute; best). Long-format ratings (columns attribute and rating, one row
+  per rating) are gathered into one answer per worker and item.
 - RoFT (boundary studies): the public dataset's CSV; its passages become items as needed.
 """
 
@@ -30,10 +33,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import InvalidItem, StudyNotOpen, ValidationError
+from crowd.quality.standing import response_facts, study_qc
 from crowd.storage import (
     LIVE_RATER_GROUP,
     Item,
-    ItemKind,
     OutboxEvent,
     Response,
     ResponseSource,
@@ -44,6 +47,7 @@ from crowd.storage import (
 from crowd.storage.outbox import RESPONSES_IMPORTED
 from crowd.studies.lifecycle import import_items, parse_jsonl, strict_json
 from crowd.work.assignments import get_or_create_worker
+from qc.config import QcConfig
 from tasks import get_hit_type
 
 IMPORT_PROVIDER = "import"
@@ -51,7 +55,10 @@ FORMATS = ("jsonl", "csv", "roft")
 MAX_RECORDS = 200_000
 MAX_GROUP = 100
 MAX_TEXT = 10_000
-GENERIC_COLUMNS = ("worker", "item", "rater_group", "created_at", "explanation", "reasons")
+GENERIC_COLUMNS = (
+    "worker", "item", "rater_group", "created_at", "seconds", "explanation", "reasons",
+)  # fmt: skip
+MAX_SECONDS = 86_400.0  # a day: longer is a clock or unit mistake, not time on one item
 JSONL_KEYS = frozenset({*GENERIC_COLUMNS, "answer"})
 LONG_COLUMNS = ("attribute", "rating")
 
@@ -66,6 +73,7 @@ class AnnotationRecord:
     answer: dict[str, Any]
     rater_group: str | None = None
     created_at: datetime | None = None
+    seconds: float | None = None
     explanation: str | None = None
     reasons: tuple[str, ...] = ()
 
@@ -116,6 +124,22 @@ def parse_time(value: Any, where: str) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def parse_seconds(value: Any, where: str) -> float | None:
+    """Time spent on the item in seconds (a number, or numeric text in CSV); QC judges speed."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    wrong = f"'seconds' must be a number of seconds from 0 to {MAX_SECONDS:g}, got {value!r}"
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise InvalidItem(wrong, where)
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise InvalidItem(wrong, where) from None
+    if not 0 <= seconds <= MAX_SECONDS:  # NaN fails both comparisons
+        raise InvalidItem(wrong, where)
+    return seconds
+
+
 def _reasons(value: Any, where: str) -> tuple[str, ...]:
     if value is None or value == "":
         return ()
@@ -134,6 +158,7 @@ def _record(raw: Mapping[str, Any], answer: dict[str, Any], where: str) -> Annot
         answer=answer,
         rater_group=_optional_text(raw.get("rater_group"), "rater_group", where, MAX_GROUP),
         created_at=parse_time(raw.get("created_at"), where),
+        seconds=parse_seconds(raw.get("seconds"), where),
         explanation=_optional_text(raw.get("explanation"), "explanation", where, MAX_TEXT),
         reasons=_reasons(raw.get("reasons"), where),
     )
@@ -294,6 +319,7 @@ def import_annotations(
             raise InvalidItem(error.message, where) from None
         checked.append((record, item, answer))
     workers = _workers(session, (record.worker for record, _, _ in checked))
+    config = study_qc(study)
     answered = {
         (worker_id, item_id)
         for worker_id, item_id in session.execute(
@@ -314,7 +340,7 @@ def import_annotations(
                 f"study {study.id}; pass skip_duplicates to import only the new ones",
                 record.where,
             )
-        session.add(_response(hit, study, item, worker, record, answer, group))
+        session.add(_response(hit, study, item, worker, record, answer, group, config))
         summary.added += 1
         summary.workers.add(record.worker)
     session.flush()
@@ -339,11 +365,11 @@ def _response(
     record: AnnotationRecord,
     answer: dict[str, Any],
     group: str,
+    config: QcConfig,
 ) -> Response:
     created = record.created_at or datetime.now(UTC)
-    flags: dict[str, Any] = {}
-    if item.kind == ItemKind.ATTENTION:
-        flags["attention_passed"] = hit.passed_attention(item.expected, answer)
+    # The facts a live answer gets, so the rater's QC evidence is built the same way.
+    flags = response_facts(hit, item, answer, record.seconds, config)
     return Response(
         study_id=study.id,
         item_id=item.id,

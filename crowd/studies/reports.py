@@ -165,17 +165,12 @@ def compute_report(
         "generated_at": utcnow().isoformat(),
         "progress": progress(session, study),
     }
-    data["rules"] = {
-        name: {
-            "workers": len(workers),
-            "responses": sum(1 for row in rows if set(row_workers(row)) & workers),
-        }
-        for name, workers in rules.items()
-    }
+    data["rules"] = {name: rule_removals(rows, workers) for name, workers in rules.items()}
     data["qc"] = qc_summary(session, study)
     data["aggregation"], aggregations = labels.compute_aggregations(
         session, study, methods=labels.REPORT_METHODS
     )
+    data["aggregation_rater_groups"] = labels.answer_groups(session, study)
     out_dir = settings.reports_dir / f"study-{study.id}"
     out_dir.mkdir(parents=True, exist_ok=True)
     html = hit.render_report(data, out_dir, f"{study.name} (study {study.id})")
@@ -188,6 +183,27 @@ def compute_report(
 def row_workers(row: dict[str, Any]) -> list[str]:
     """The workers behind an analysis row (both players of a game)."""
     return list(row["workers"]) if "workers" in row else [row["worker"]]
+
+
+def rule_removals(rows: list[dict[str, Any]], workers: set[str]) -> dict[str, Any]:
+    """What one rule (or reviewers) left out of the filtered set, in all and per rater group.
+
+    Rows without a rater group (a game's) count only in all.
+    """
+    removed = [row for row in rows if set(row_workers(row)) & workers]
+    out: dict[str, Any] = {"workers": len(workers), "responses": len(removed)}
+    by_group: dict[str, tuple[set[str], list[dict[str, Any]]]] = {}
+    for row in removed:
+        if row.get("rater_group") is not None:
+            members, group_rows = by_group.setdefault(str(row["rater_group"]), (set(), []))
+            members.add(str(row["worker"]))
+            group_rows.append(row)
+    if by_group:
+        out["by_rater_group"] = {
+            group: {"workers": len(members), "responses": len(group_rows)}
+            for group, (members, group_rows) in sorted(by_group.items())
+        }
+    return out
 
 
 def store_report(session: Session, computed: ReportData) -> Report:
@@ -210,21 +226,56 @@ def build_report(session: Session, settings: Settings, study_id: int) -> Report:
     return store_report(session, compute_report(session, settings, study_id))
 
 
+def worker_groups(session: Session, study_id: int) -> dict[int, dict[str, set[str]]]:
+    """Each worker's rater groups in the study, with the sources (live, imported) of each."""
+    out: dict[int, dict[str, set[str]]] = {}
+    for worker_id, group, source in session.execute(
+        select(Response.worker_id, Response.rater_group, Response.source)
+        .where(Response.study_id == study_id)
+        .distinct()
+    ).all():
+        out.setdefault(worker_id, {}).setdefault(str(group), set()).add(str(source))
+    return out
+
+
+def _status(row: StudyWorker) -> str:
+    if row.excluded_by is not None:
+        return "excluded"
+    if row.serving == Serving.STOPPED:
+        return "stopped"
+    return "flagged" if row.flags else "active"
+
+
 def qc_summary(session: Session, study: Study) -> dict[str, Any]:
-    """How many workers QC left active, flagged, stopped or excluded, and which rules fired."""
+    """How many workers QC left active, flagged, stopped or excluded, and which rules fired:
+    over everyone, and per rater group (live workers and imported raters alike)."""
+    groups = worker_groups(session, study.id)
     statuses: Counter[str] = Counter()
     fired: Counter[str] = Counter()
+    by_group: dict[str, tuple[set[str], Counter[str], Counter[str]]] = {}
     for row in session.scalars(select(StudyWorker).where(StudyWorker.study_id == study.id)):
-        if row.excluded_by is not None:
-            statuses["excluded"] += 1
-        elif row.serving == Serving.STOPPED:
-            statuses["stopped"] += 1
-        elif row.flags:
-            statuses["flagged"] += 1
-        else:
-            statuses["active"] += 1
+        status = _status(row)
+        statuses[status] += 1
         fired.update(row.rule_hits or [])
-    return {"workers": dict(sorted(statuses.items())), "rules_firing": dict(sorted(fired.items()))}
+        for group, sources in groups.get(row.worker_id, {}).items():
+            seen, group_statuses, group_fired = by_group.setdefault(
+                group, (set(), Counter(), Counter())
+            )
+            seen.update(sources)
+            group_statuses[status] += 1
+            group_fired.update(row.rule_hits or [])
+    return {
+        "workers": dict(sorted(statuses.items())),
+        "rules_firing": dict(sorted(fired.items())),
+        "by_rater_group": {
+            group: {
+                "sources": sorted(seen),
+                "workers": dict(sorted(group_statuses.items())),
+                "rules_firing": dict(sorted(group_fired.items())),
+            }
+            for group, (seen, group_statuses, group_fired) in sorted(by_group.items())
+        },
+    }
 
 
 def qc_section(data: Mapping[str, Any]) -> str:
@@ -244,6 +295,27 @@ def qc_section(data: Mapping[str, Any]) -> str:
             table_id="qc-rules",
         )
     )
+    statuses = ("active", "flagged", "stopped", "excluded")
+    group_rows = [
+        [
+            group,
+            ", ".join(entry.get("sources") or []),
+            *(str((entry.get("workers") or {}).get(status, 0)) for status in statuses),
+            ", ".join(f"{k} ({v})" for k, v in (entry.get("rules_firing") or {}).items()),
+        ]
+        for group, entry in (qc.get("by_rater_group") or {}).items()
+    ]
+    parts.append(
+        "<p>QC judges every rater group: live workers and the raters of imported answers "
+        "alike (a rule with <code>live_only</code> judges live workers only).</p>"
+    )
+    parts.append(
+        report_html.table(
+            ["Rater group", "answers", *statuses, "rules firing (workers)"],
+            group_rows,
+            table_id="qc-groups",
+        )
+    )
     rows = [
         [
             method,
@@ -254,7 +326,9 @@ def qc_section(data: Mapping[str, Any]) -> str:
         for method, entry in (data.get("aggregation") or {}).items()
         if "error" not in entry
     ]
+    used = ", ".join(data.get("aggregation_rater_groups") or []) or "none"
     parts.append("<h3>Aggregated labels (filtered set)</h3>")
+    parts.append(f"<p>Answers of the rater groups: {report_html.esc(used)}.</p>")
     parts.append(
         report_html.table(
             ["Method", "tasks", "accuracy on gold", "agreement with majority vote"],
