@@ -41,10 +41,6 @@ def load_samples(hit_type: str) -> list[dict[str, Any]]:
     for path in sorted((TASKS / hit_type / "samples").glob("*.jsonl")):
         with open(path, encoding="utf-8") as handle:
             records.extend(parse_jsonl(handle, source=f"{path.name} line"))
-    if hit_type == "boundary":  # its attention file predates the "kind" key
-        for record in records:
-            if str(record["id"]).startswith("attention"):
-                record["kind"] = "attention"
     return records
 
 

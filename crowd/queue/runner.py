@@ -15,6 +15,8 @@ from typing import Any
 
 import redis
 from rq import Queue, SimpleWorker
+from rq import Worker as RQWorker
+from rq.job import Job, JobStatus
 from sqlalchemy import func, select
 
 from crowd.queue import ALL_QUEUES, SERIALIZER, job_queue, redis_connection
@@ -141,6 +143,30 @@ def run_worker(
         stop.set()
         heartbeat.stop()
     return 0
+
+
+FINAL_STATES = {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED}
+# A queued job no listed worker took in this long: run it here (the listed ones may be dead).
+UNTAKEN = 30.0
+
+
+def see_through(settings: Settings, job: Job, queue_name: str, poll: float = 0.5) -> JobStatus:
+    """Wait for `job` (on `queue_name`) to end, and return how it ended: while a worker
+    runs it, wait; while no worker listens to its queue, run the queue here in bursts."""
+    queue = job_queue(queue_name, job.connection)
+    queued_since = time.monotonic()
+    while True:
+        status = job.get_status(refresh=True)
+        if status in FINAL_STATES:
+            return status
+        if status != JobStatus.QUEUED:
+            queued_since = time.monotonic()
+        elif not RQWorker.all(queue=queue, serializer=SERIALIZER) or (
+            time.monotonic() - queued_since > UNTAKEN
+        ):
+            run_worker(settings, burst=True, queues=(queue_name,))
+            continue
+        time.sleep(poll)
 
 
 def _stop_on_signals(stop: threading.Event) -> None:

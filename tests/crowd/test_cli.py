@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from crowd.cli import main
@@ -70,3 +71,22 @@ def test_worker_burst_processes_the_outbox(runner: CliRunner, make_study: Any) -
     make_study()
     result = runner.invoke(main, ["worker", "--burst"])
     assert result.exit_code == 0 and "ran 0 jobs" in result.output
+
+
+@pytest.mark.parametrize("hit_type", ["boundary", "likert", "comparison"])
+def test_the_shipped_attention_checks_import_as_attention_checks(
+    runner: CliRunner, hit_type: str
+) -> None:
+    """`crowd study import` of a type's samples/attention.jsonl makes attention checks, not
+    real items (every line says "kind": "attention")."""
+    samples = Path(__file__).resolve().parents[2] / "tasks" / hit_type / "samples"
+    assert runner.invoke(main, ["keys", "create", "alice"]).exit_code == 0
+    created = runner.invoke(main, ["study", "create", "--name", f"{hit_type} checks",
+                                   "--experimenter", "alice", "--type", hit_type])  # fmt: skip
+    assert created.exit_code == 0, created.output
+    study_id = created.output.strip()
+    lines = (samples / "attention.jsonl").read_text().splitlines()
+    imported = runner.invoke(main, ["study", "import", study_id, str(samples / "attention.jsonl")])
+    assert imported.exit_code == 0, imported.output
+    status = json.loads(runner.invoke(main, ["study", "status", study_id]).output)
+    assert status["items"] == {"attention": len(lines)}

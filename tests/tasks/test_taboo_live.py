@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from flask.testing import FlaskClient
+from rq import Worker as RQWorker
 from sqlalchemy import select, update
 
+from crowd.queue import fetch_job
+from crowd.settings import Settings
 from crowd.storage import Database, JudgeScore, Response, TabooGame, TabooSeat
 from crowd.storage.base import utcnow
 from tests.conftest import join
+from tests.crowd.queue.test_faults import Workers
 
 WORDS = [
     {"id": "t1", "word": "banana", "variants": ["plantain"], "concreteness": 5.0},
@@ -341,6 +349,37 @@ def test_tournaments_run_as_a_job_from_the_cli(
     exported = runner.invoke(main, ["taboo", "export", str(study), "--format", "jsonl"])
     assert len(exported.output.splitlines()) == 12
     assert runner.invoke(main, ["taboo", "agents"]).output.count("(defender)") >= 2
+
+
+def test_a_tournament_taken_by_a_running_worker_is_waited_for(
+    runner: Any, taboo_study: Callable[..., int], db: Database, settings: Settings,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """The CLI does not take the job from a `crowd worker` that listens: it waits for it
+    and prints the outcome, exit status 0."""
+    from crowd.cli import main
+
+    study = taboo_study()
+    (tmp_path / "logs").mkdir()
+    workers = Workers(settings, tmp_path / "logs")
+    connection = redis.Redis.from_url(settings.redis_url or "")
+    try:
+        workers.start(1)
+        deadline = time.monotonic() + 60
+        while not RQWorker.count(connection=connection) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        (listening,) = [w.name for w in RQWorker.all(connection=connection)]
+        args = ["taboo", "tournament", str(study), "--name", "live", "--no-judge"]
+        result = runner.invoke(main, args)
+        assert result.exit_code == 0, result.output + workers.log_tail()
+        job_id = re.search(r"queued \(job ([^)]+)\)", result.output)
+        assert job_id is not None
+        assert fetch_job(job_id[1], connection).worker_name == listening
+    finally:
+        workers.stop()
+    with db.session() as session:
+        games = session.scalars(select(TabooGame).where(TabooGame.tournament == "live")).all()
+        assert games and all(game.outcome is not None for game in games)
 
 
 def test_tournaments_are_queued_over_the_api_and_checked_first(

@@ -47,7 +47,7 @@ def tournament(study_id: int, name: str, attackers: tuple[str, ...], defenders: 
     judge. Without --detach the job runs here when no worker takes it.
     """
     from crowd.queue import MODELS, redis_connection
-    from crowd.queue.runner import ensure_redis, run_worker
+    from crowd.queue.runner import ensure_redis, see_through
     from tasks.taboo.live.jobs import enqueue_tournament
 
     settings, db = open_database()
@@ -65,10 +65,10 @@ def tournament(study_id: int, name: str, attackers: tuple[str, ...], defenders: 
         click.echo(f"tournament {name!r} queued (job {job.id})")
         if detach:
             return
-        run_worker(settings, burst=True, queues=(MODELS,))
-        job.refresh()
-        if job.get_status() != "finished":
-            raise click.ClickException(f"the tournament job {job.get_status()}: "
+        # A running `crowd worker` may take the job: then this waits for it.
+        status = see_through(settings, job, MODELS)
+        if status != "finished":
+            raise click.ClickException(f"the tournament job {status}: "
                                        f"{(job.latest_result() or job).__dict__.get('exc_string')}")
         click.echo(json.dumps(job.return_value()))
     finally:
