@@ -46,7 +46,12 @@ def serve(host: str, port: int) -> None:
               "so long jobs never hold up answers' events.")  # fmt: skip
 @handle_errors
 def worker(burst: bool, queues: tuple[str, ...]) -> None:
-    """Run an RQ worker on the crowd queues, with the outbox sweep."""
+    """Run an RQ worker on the crowd queues, with the sweeps (outbox, orphaned jobs, due
+    deliveries, platform syncs, stale assignments).
+
+    It survives Redis going away (it waits and starts again) and stops on Ctrl-C or SIGTERM
+    after its current job.
+    """
     from crowd.queue.runner import ensure_redis, run_worker
 
     settings, db = open_database()
