@@ -49,6 +49,8 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 # or the person themselves (a bookmark, the address bar).
 OWN = frozenset({"same-origin", "none"})
 RELOAD = "reload the page and submit the form again"
+# The port an origin leaves out (RFC 6454 section 4: an origin's port is the scheme's default).
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def _serializer() -> URLSafeTimedSerializer:
@@ -98,13 +100,41 @@ def protect_forms(bp: Blueprint) -> None:
             check_form()
 
 
-def _own_hosts() -> set[str]:
-    """The host[:port] names our pages are served under: the request's and CROWD_BASE_URL's."""
-    hosts = {request.host.lower()}
-    base = urlsplit(platform().settings.base_url).netloc.lower()
-    if base:
-        hosts.add(base)
-    return hosts
+def _host_key(netloc: str, default_port: int | None) -> str | None:
+    """host[:port] lower-cased, the port left out where it is `default_port`; None if malformed."""
+    try:
+        parts = urlsplit(f"//{netloc}")
+        port = parts.port  # a port that is not a number, or out of range, raises
+    except ValueError:
+        return None
+    host = parts.hostname
+    if not host or parts.username is not None or parts.password is not None:
+        return None
+    if ":" in host:
+        host = f"[{host}]"  # IPv6, as a Host header writes it
+    return host if port is None or port == default_port else f"{host}:{port}"
+
+
+def _is_own_origin(origin: str) -> bool:
+    """Whether an Origin header names one of the hosts our pages are served under.
+
+    A browser may write the scheme's default port or leave it out, and a proxy may pass the
+    Host on either way, so `https://example.com` is `Host: example.com:443`. The schemes are
+    not compared: behind a proxy that ends TLS, the request itself says http.
+    """
+    try:
+        parts = urlsplit(origin)
+    except ValueError:  # "http://[::1" and the like: no browser sends it
+        return False
+    default_port = DEFAULT_PORTS.get(parts.scheme.lower())
+    if default_port is None or parts.path or parts.query or parts.fragment:
+        return False
+    key = _host_key(parts.netloc, default_port)
+    if key is None:
+        return False
+    base = urlsplit(platform().settings.base_url).netloc
+    ours = {_host_key(host, default_port) for host in (request.host, base) if host}
+    return key in ours
 
 
 def refuse_cross_origin() -> None:
@@ -118,7 +148,7 @@ def refuse_cross_origin() -> None:
             return
     elif origin is None:
         return  # not sent by a browser, or by one too old to say: forms keep their token
-    elif origin != "null" and urlsplit(origin).netloc.lower() in _own_hosts():
+    elif origin != "null" and _is_own_origin(origin):
         return
     source = origin if origin and origin != "null" else "another site"
     raise PermissionDenied(
