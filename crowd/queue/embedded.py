@@ -40,11 +40,12 @@ def _die_with_parent(parent: int) -> Callable[[], None]:
     """For the child between fork and exec: have Linux send it SIGTERM when the thread that
     started it ends (start the server from a thread that lives as long as its owner, e.g.
     the main thread); exit at once if the parent is already gone."""
+    # Looked up here, before the fork: the child only makes the call.
+    prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
 
     def arrange() -> None:
-        if sys.platform.startswith("linux"):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != parent:
             os._exit(1)
 

@@ -22,8 +22,9 @@ import time
 from datetime import UTC, datetime
 
 import redis
+from rq import Queue
 from rq.exceptions import NoSuchJobError
-from rq.job import Job
+from rq.job import Job, JobStatus
 from rq.scheduler import RQScheduler
 
 from crowd.queue import ALL_QUEUES, SERIALIZER, fetch_job, job_queue
@@ -79,6 +80,8 @@ class Heartbeat:
                 if not self._failing:
                     log.warning("heartbeat: Redis is unavailable (%s); retrying", error)
                 self._failing = True
+            except Exception:  # a bad scheduled job, say: keep beating, or jobs look orphaned
+                log.exception("heartbeat: the scheduler failed; beating on")
             if self._stop.wait(HEARTBEAT_EVERY):
                 return
 
@@ -106,10 +109,8 @@ def _started_at(job: Job) -> float:
 
 def requeue_orphans(connection: redis.Redis, ttl: float = HEARTBEAT_TTL) -> int:
     """Put every started job whose worker has not beaten for `ttl` seconds back on its
-    queue (after MAX_REQUEUES times, fail it the way RQ fails an abandoned job); returns how
-    many were re-queued."""
+    queue (after MAX_REQUEUES times, fail it for good); returns how many were re-queued."""
     requeued = 0
-    now = time.time()
     for name in ALL_QUEUES:
         queue = job_queue(name, connection)
         registry = queue.started_job_registry
@@ -119,25 +120,42 @@ def requeue_orphans(connection: redis.Redis, ttl: float = HEARTBEAT_TTL) -> int:
             except NoSuchJobError:
                 connection.zrem(registry.key, f"{job_id}:{execution_id}")
                 continue
-            worker = job.worker_name
-            if not worker or connection.exists(alive_key(worker)):
+            # A job just started may not have its worker's first beat yet: `ttl` covers it.
+            if not worker_gone(connection, job, ttl):
                 continue
-            if now - _started_at(job) < ttl:
-                continue  # just started: the worker's first beat may not have landed yet
+            worker = job.worker_name
             composite = f"{job_id}:{execution_id}"
+            # Claim it: of several workers' sweeps that found it, only one goes on.
+            if not connection.zrem(registry.key, composite):
+                continue
             times = int(job.meta.get(REQUEUES_META, 0))
             if times >= MAX_REQUEUES:
-                log.error("job %s lost its worker %d times: failed, not re-queued", job_id, times)
-                connection.zadd(registry.key, {composite: 0})  # expired: RQ fails it
-                registry.cleanup(timestamp=1)
+                _fail(queue, job, f"its worker died {times + 1} times while running it")
                 continue
-            connection.zrem(registry.key, composite)
             job.meta[REQUEUES_META] = times + 1
             job.save_meta()
             queue.enqueue_job(job)
             requeued += 1
             log.warning("job %s: its worker %s is gone; re-queued on %s", job_id, worker, name)
     return requeued
+
+
+def _fail(queue: Queue, job: Job, why: str) -> None:
+    """Fail `job` for good (no RQ retry: it may be what kills its workers)."""
+    log.error("job %s failed, not re-queued: %s", job.id, why)
+    with queue.connection.pipeline() as pipeline:
+        job.set_status(JobStatus.FAILED, pipeline=pipeline)
+        queue.failed_job_registry.add(job, ttl=job.failure_ttl, exc_string=why,
+                                      pipeline=pipeline)  # fmt: skip
+        pipeline.execute()
+
+
+def worker_gone(connection: redis.Redis, job: Job, ttl: float = HEARTBEAT_TTL) -> bool:
+    """Whether `job` was started by a worker that has not beaten for `ttl` seconds."""
+    worker = job.worker_name
+    if not worker or connection.exists(alive_key(worker)):
+        return False
+    return time.time() - _started_at(job) >= ttl
 
 
 @every_sweep("orphan-jobs", order=-20, lane=QUEUE_LANE)

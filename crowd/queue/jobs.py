@@ -95,8 +95,7 @@ def process_event(event_id: int) -> str:
             row.handled_at = utcnow()
         if not follow_ups:
             row.processed_at = utcnow()
-    if follow_ups:
-        assert job is not None
+    if job is not None and follow_ups:
         for follow_up in follow_ups:
             follow_up(job.connection, event)
         with ctx.db.session() as session:

@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 
 from crowd.queue import ALL_QUEUES, SERIALIZER, job_queue, redis_connection
 from crowd.queue.embedded import EmbeddedRedis
-from crowd.queue.healing import Heartbeat
+from crowd.queue.healing import Heartbeat, requeue_orphans, worker_gone
 from crowd.queue.hooks import SweepContext, install_commit_hooks, sweeps
 from crowd.queue.jobs import configure
 from crowd.queue.outbox import sweep_outbox  # noqa: F401 - registers the outbox sweep
@@ -73,9 +73,15 @@ class _Worker(SimpleWorker):
 
     stop_requested: threading.Event
 
+    def _install_signal_handlers(self) -> None:
+        super()._install_signal_handlers()
+        # A closed terminal stops the worker after its job too (RQ itself ignores SIGHUP).
+        signal.signal(signal.SIGHUP, self.request_stop)
+
     def request_stop(self, signum: Any, frame: Any) -> None:
         self.stop_requested.set()
         super().request_stop(signum, frame)
+        signal.signal(signal.SIGHUP, self.request_force_stop)
 
 
 # Backoff between restarts of the RQ worker after Redis went away (seconds).
@@ -150,15 +156,21 @@ FINAL_STATES = {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.STOPPED, JobStat
 UNTAKEN = 30.0
 
 
-def see_through(settings: Settings, job: Job, queue_name: str, poll: float = 0.5) -> JobStatus:
+def see_through(settings: Settings, job: Job, queue_name: str, poll: float = 0.5) -> str:
     """Wait for `job` (on `queue_name`) to end, and return how it ended: while a worker
-    runs it, wait; while no worker listens to its queue, run the queue here in bursts."""
+    runs it, wait; while no worker listens to its queue, run the queue here in bursts; when
+    the worker running it died, put it back on the queue (then it runs here or there)."""
     queue = job_queue(queue_name, job.connection)
     queued_since = time.monotonic()
     while True:
         status = job.get_status(refresh=True)
+        if status is None:
+            return "lost"  # Redis forgot it (restarted without its data)
         if status in FINAL_STATES:
-            return status
+            return str(status.value)
+        if status == JobStatus.STARTED and worker_gone(job.connection, job):
+            requeue_orphans(job.connection)
+            continue
         if status != JobStatus.QUEUED:
             queued_since = time.monotonic()
         elif not RQWorker.all(queue=queue, serializer=SERIALIZER) or (
@@ -171,7 +183,7 @@ def see_through(settings: Settings, job: Job, queue_name: str, poll: float = 0.5
 
 def _stop_on_signals(stop: threading.Event) -> None:
     if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, lambda _signum, _frame: stop.set())
 
 

@@ -21,7 +21,7 @@ from crowd.settings import Settings
 from crowd.storage import Database, JudgeScore, Response, TabooGame, TabooSeat
 from crowd.storage.base import utcnow
 from tests.conftest import join
-from tests.crowd.queue.test_faults import Workers
+from tests.crowd.queue.workers import Workers
 
 WORDS = [
     {"id": "t1", "word": "banana", "variants": ["plantain"], "concreteness": 5.0},
