@@ -246,16 +246,22 @@ class MTurkProvider(Provider):
         worker = target.worker_external_id
         if action in ("approve", "reject"):
             assignment = target.session_remote_id or ""
+            # A reason longer than MTurk shows (one the review kept before the work reached
+            # MTurk: it takes 2,000 characters) is cut to fit: refused, the call would fail
+            # on every try and leave the worker unpaid.
+            feedback = mturk_checks.shorten(
+                str(params.get("feedback") or ""), mturk_checks.MAX_FEEDBACK
+            )
             try:
                 if action == "approve":
                     mturk_api.approve(
                         client,
                         assignment,
-                        params.get("feedback") or None,
+                        feedback or None,
                         override_rejection=bool(params.get("override_rejection")),
                     )
                 else:
-                    mturk_api.reject(client, assignment, str(params.get("feedback") or ""))
+                    mturk_api.reject(client, assignment, feedback)
             except ClientError:
                 # A retry after a lost answer: MTurk refuses to decide twice. If the
                 # assignment already has the status we wanted, the call did happen.

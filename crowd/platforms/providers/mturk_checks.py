@@ -9,6 +9,7 @@ bad reward or URL fails with a hint instead of as an opaque RequestError from MT
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
@@ -65,6 +66,7 @@ MAX_FEEDBACK = 1024
 MAX_TOKEN = 64
 MAX_SUBJECT = 200
 MAX_MESSAGE = 4096
+ELLIPSIS = "\u2026"
 
 ENTITY_ID = re.compile(r"^[A-Z0-9]{1,64}$")
 WORKER_ID = re.compile(r"^A[A-Z0-9]{1,63}$")
@@ -286,6 +288,17 @@ def check_text(value: str, where: str, limit: int, required: bool = True) -> str
         )
     return value
 
+
+
+def shorten(value: str, limit: int) -> str:
+    """`value` cut to at most `limit` characters, ending with an ellipsis where it was cut;
+    a cut never parts a letter from the accents (combining marks) that follow it."""
+    if len(value) <= limit:
+        return value
+    end = limit - len(ELLIPSIS)
+    while end > 0 and unicodedata.combining(value[end]):
+        end -= 1
+    return value[:end].rstrip() + ELLIPSIS
 
 
 def check_seconds(value: int, where: str, low: int, high: int) -> int:

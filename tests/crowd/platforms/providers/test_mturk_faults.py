@@ -23,6 +23,7 @@ from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from crowd.storage import (
     ActionStatus,
+    AuditEntry,
     Database,
     PlatformAction,
     PlatformSession,
@@ -172,6 +173,35 @@ def test_the_reviewers_reason_reaches_mturk_as_requester_feedback(
     too_long = cli.invoke(main, ["review", "approve", str(study_id), str(worker_id),
                                  "--reason", "x" * 1100])  # fmt: skip
     assert too_long.exit_code == 1 and "1024" in too_long.output
+
+
+def test_a_reason_kept_longer_than_mturk_shows_is_cut_and_the_worker_paid(
+    client: FlaskClient, auth: dict[str, str], study_id: int, mturk: MTurkServer, db: Database,
+    settings: Settings, cli: CliRunner,
+) -> None:  # fmt: skip
+    assert publish(client, auth, study_id).status_code == 200
+    assignment_id = mturk.accept(next(iter(mturk.hits)), WORKER)
+    who = worker_header(open_page(client, mturk.page_url(assignment_id))[1])
+    completion = do_items(client, who, study_id)["completion"]
+    with db.session() as session:
+        worker_id = session.scalar(select(PlatformSession.worker_id))
+    # Decided before MTurk has the work; the review keeps reasons of 2,000 characters, and
+    # this one was kept before MTurk's 1,024 were checked (the accent falls on the cut).
+    crowd(cli, "review", "soft-reject", study_id, worker_id, "--reason", "rushed")
+    kept = "Answers rushed. " * 63 + "Too quick, Cafe\u0301 " + "x" * 900
+    with db.session() as session:
+        entry = session.scalars(select(AuditEntry).where(AuditEntry.action == "soft_reject")).one()
+        entry.reason = kept
+    mturk.external_submit(completion["fields"])
+    sync_now(db, settings, study_id)
+    run_worker(settings, burst=True)
+    approved = mturk.assignments[assignment_id]
+    assert approved.status == "Approved"  # paid, not failed on MTurk's limit
+    assert approved.feedback == "Answers rushed. " * 63 + "Too quick, Caf\u2026"
+    assert approved.feedback is not None and len(approved.feedback) <= 1024
+    with db.session() as session:
+        row = session.scalars(select(PlatformAction)).one()
+        assert (row.action, row.status, row.attempts) == ("approve", ActionStatus.DONE, 1)
 
 
 def test_a_second_sync_recovers_answers_lost_after_the_first(
