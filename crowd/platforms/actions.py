@@ -126,7 +126,8 @@ def request_action(
     raise ValidationError(f"unknown platform action {action!r}", "action")
 
 
-def _target(session: Session, row: PlatformAction) -> ActionTarget:
+def _target(session: Session, row: PlatformAction, owner: int | None) -> ActionTarget:
+    """Whom and what the call is about; `owner` is the study's experimenter (_experimenter)."""
     worker = session.get(Worker, row.worker_id) if row.worker_id else None
     platform_session = session.get(PlatformSession, row.session_id) if row.session_id else None
     task = session.get(RemoteTask, platform_session.remote_task_id) if platform_session else None
@@ -138,7 +139,6 @@ def _target(session: Session, row: PlatformAction) -> ActionTarget:
             .order_by(Publication.id.desc())
             .limit(1)
         )
-    owner = _experimenter(session, row)
     return ActionTarget(
         worker_external_id=worker.external_id if worker else "",
         session_remote_id=platform_session.remote_id if platform_session else None,
@@ -171,9 +171,9 @@ def perform_action(db: Database, settings: Settings, action_id: int) -> str:
             return f"platform action {action_id} is already {row.status}"
         provider = PROVIDERS.get(row.provider)
         batched = row.action in provider.batched
-        target = _target(session, row)
-        action, params = row.action, dict(row.params)
         owner = _experimenter(session, row)
+        target = _target(session, row, owner)
+        action, params = row.action, dict(row.params)
     if batched:
         return perform_batch(db, settings, action_id)
     try:
@@ -252,7 +252,9 @@ def perform_batch(db: Database, settings: Settings, action_id: int) -> str:
         batch = batch[: provider.batched[row.action]]
         for member in batch:
             member.result = {**(member.result or {}), "batch": action_id}
-        targets = [_target(session, member) for member in batch]
+        # The calls of one study, so of one experimenter.
+        owner = _experimenter(session, row)
+        targets = [_target(session, member, owner) for member in batch]
         ids = [member.id for member in batch]
         action, params = row.action, dict(row.params)
     try:

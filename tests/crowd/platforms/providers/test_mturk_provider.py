@@ -15,6 +15,7 @@ import requests
 from click.testing import CliRunner
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from crowd.cli import main
 from crowd.platforms import actions as platform_actions
@@ -432,6 +433,31 @@ def test_a_failed_call_is_retried_and_can_be_queued_again(
     with db.session() as session:
         row = session.scalar(select(PlatformAction))
         assert row is not None and row.status == ActionStatus.DONE
+
+
+def test_a_call_looks_its_studys_experimenter_up_once(
+    client: FlaskClient, auth: dict[str, str], study_id: int, mturk: MTurkServer, db: Database,
+    settings: Settings, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    publish(client, auth, study_id)
+    hand_in(client, mturk, study_id, next(iter(mturk.hits)))
+    sync_now(db, settings, study_id)
+    looked_up: list[int] = []
+    real = platform_actions._experimenter
+
+    def counted(session: Session, row: PlatformAction) -> int | None:
+        looked_up.append(row.id)
+        return real(session, row)
+
+    monkeypatch.setattr(platform_actions, "_experimenter", counted)
+    block = {"action": "block", "reason": "bot-like answers"}
+    assert client.post(actions_url(db, study_id), json=block, headers=auth).status_code == 200
+    run_worker(settings, burst=True)
+    assert WORKER in mturk.blocks
+    with db.session() as session:
+        row = session.scalars(select(PlatformAction)).one()
+        assert row.status == ActionStatus.DONE
+        assert looked_up == [row.id]
 
 
 def test_answers_signed_for_another_session_are_not_recovered(
