@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from crowd.cli.common import handle_errors, open_database
+from crowd.exceptions import PaymentUnknown
 
 
 def platform_group(name: str, label: str, task_word: str) -> click.Group:
@@ -90,7 +91,10 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
     @handle_errors
     def actions(study_id: int, retry: bool) -> None:
         """The platform calls made or pending for the study (approve, bonus, block, ...):
-        queued (not made yet), retrying (failed, tried again), done (a bonus: paid), failed."""
+        queued (not made yet), retrying (failed, tried again), done (a bonus: paid), failed
+        (not made), or unknown (a payment whose call failed, and the platform's records
+        could not say whether it went through: check them before paying by hand; crowd
+        worker keeps asking them, and pays only if they show it unpaid)."""
         from sqlalchemy import select
 
         from crowd.platforms.actions import retry_failed
@@ -115,9 +119,12 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
             }
         for row in rows:
             what = " ".join((row["action"], amounts.get(row["id"], ""))).strip()
+            state, said = _state(row), row["last_error"] or ""
+            if state == "unknown":
+                said = f"payment unknown: check {'MTurk' if name == 'mturk' else label} ({said})"
             click.echo(
-                f"{row['id']:>5} {what:20} worker {row['worker_id']} {_state(row):8} "
-                f"attempts {row['attempts']} {row['last_error'] or ''}".rstrip()
+                f"{row['id']:>5} {what:20} worker {row['worker_id']} {state:8} "
+                f"attempts {row['attempts']} {said}".rstrip()
             )
 
     return group
@@ -126,8 +133,11 @@ def platform_group(name: str, label: str, task_word: str) -> click.Group:
 def _state(row: dict[str, Any]) -> str:
     """A platform call's state in words that say whether it happened: a pending call was
     not made yet (queued) or failed and waits for another try (retrying); a bonus done is
-    paid (the platform answered, or its own records show the payment)."""
+    paid (the platform answered, or its own records show the payment); a payment whose
+    call failed and whose platform records could not be read is unknown, never failed."""
     if row["status"] == "pending":
+        if str(row["last_error"] or "").startswith(f"{PaymentUnknown.__name__}:"):
+            return "unknown"
         return "retrying" if row["attempts"] else "queued"
     if row["status"] == "done" and row["action"] == "bonus":
         return "paid"

@@ -13,11 +13,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from crowd.exceptions import InvalidAction, ValidationError
+from crowd.exceptions import InvalidAction, PaymentUnknown, ValidationError
 from crowd.platforms.accounts import account, ensure_account
 from crowd.platforms.providers import PROVIDERS
 from crowd.platforms.providers.base import ActionTarget
-from crowd.queue.hooks import Event, own_transaction
+from crowd.queue.hooks import Event, SweepContext, every_sweep, own_transaction
 from crowd.queue.jobs import context
 from crowd.settings import Settings
 from crowd.storage import (
@@ -38,7 +38,10 @@ log = logging.getLogger(__name__)
 
 PLATFORM_ACTION = "platform.action"
 
-# A call that failed this many times is given up (and shown as failed to the reviewer).
+# A call that failed this many times is given up (and shown as failed to the reviewer),
+# unless whether it paid is unknown (PaymentUnknown): called failed, it would be paid again
+# by hand; it is asked about again every CROWD_PLATFORM_SYNC_INTERVAL seconds instead
+# (ask_again_about_payments).
 MAX_ACTION_ATTEMPTS = 8
 
 
@@ -144,6 +147,7 @@ def _target(session: Session, row: PlatformAction, owner: int | None) -> ActionT
         session_remote_id=platform_session.remote_id if platform_session else None,
         submission_id=platform_session.submission_id if platform_session else None,
         task_remote_id=task.remote_id if task else None,
+        attempts=row.attempts,
         publication={
             **(publication.options if publication else {}),
             **(publication.remote if publication else {}),
@@ -161,7 +165,8 @@ def perform_action(db: Database, settings: Settings, action_id: int) -> str:
     """Make one queued platform call: read, call (outside any transaction), record.
 
     Raises on a failed call so the job is retried; after MAX_ACTION_ATTEMPTS failures the
-    action is marked failed and no longer retried.
+    action is marked failed and no longer retried, except a payment whose outcome is
+    unknown, which stays pending for ask_again_about_payments.
     """
     with db.read_session() as session:
         row = session.get(PlatformAction, action_id)
@@ -188,6 +193,10 @@ def perform_action(db: Database, settings: Settings, action_id: int) -> str:
             if row is not None:
                 row.attempts += 1
                 row.last_error = f"{type(error).__name__}: {error}"[:2000]
+                if row.attempts >= MAX_ACTION_ATTEMPTS and isinstance(error, PaymentUnknown):
+                    log.warning("platform action %s: payment unknown, asked again by a later "
+                                "sweep: %s", action_id, error)  # fmt: skip
+                    return f"platform action {action_id}: payment unknown, asked again later"
                 if row.attempts >= MAX_ACTION_ATTEMPTS:
                     row.status = ActionStatus.FAILED
                     log.error("platform action %s failed for good: %s", action_id, error)
@@ -333,6 +342,35 @@ def retry_failed(session: Session, study: Study) -> int:
         row.attempts = 0
         session.add(OutboxEvent(topic=PLATFORM_ACTION, payload={"action_id": row.id}))
     return len(failed)
+
+
+def ask_again_about_payments(db: Database) -> int:
+    """Queue once more the calls that gave up with their payment unknown (the platform's
+    records could not be read either); returns how many. Each gets one more try: it asks
+    the records first, and pays only if they show it unpaid."""
+    with db.session() as session:
+        rows = session.scalars(
+            select(PlatformAction)
+            .where(
+                PlatformAction.status == ActionStatus.PENDING,
+                PlatformAction.attempts >= MAX_ACTION_ATTEMPTS,
+                PlatformAction.last_error.startswith(f"{PaymentUnknown.__name__}:"),
+            )
+            .with_for_update()
+        ).all()
+        for row in rows:
+            # Below the limit, so that a sweep of another worker does not queue it too.
+            row.attempts = MAX_ACTION_ATTEMPTS - 1
+            session.add(OutboxEvent(topic=PLATFORM_ACTION, payload={"action_id": row.id}))
+    return len(rows)
+
+
+@every_sweep("platform-payments-unknown", every=lambda settings: settings.platform_sync_interval)
+def ask_again_about_unknown_payments(sweep: SweepContext) -> None:
+    """Every CROWD_PLATFORM_SYNC_INTERVAL seconds, the payments whose outcome is unknown."""
+    asked = ask_again_about_payments(sweep.db)
+    if asked:
+        log.info("asked the platforms again about %d payment(s) of unknown outcome", asked)
 
 
 @own_transaction(PLATFORM_ACTION)

@@ -97,6 +97,9 @@ class ActionTarget:
     session_remote_id: str | None = None
     submission_id: str | None = None
     task_remote_id: str | None = None
+    # How many times the call was made before: one that failed may still have happened on
+    # the platform (its answer was lost).
+    attempts: int = 0
     publication: Mapping[str, Any] = field(default_factory=dict)
     # What we keep of the experimenter's account on the platform (see StudyRef.account).
     account: Mapping[str, Any] = field(default_factory=dict)

@@ -39,6 +39,8 @@ WORKER_SITES = {True: "https://workersandbox.mturk.com", False: "https://worker.
 # Below 10 assignments per HIT MTurk's fee is 20% instead of 40%.
 DEFAULT_MAX_ASSIGNMENTS = 9
 ID = re.compile(r"^[A-Z0-9]{1,64}$")
+# The bonus ledger's note that a try stopped before sending anything.
+NOT_SENT = "not_sent"
 
 OPTION_HELP: dict[str, str] = {
     "reward": "dollars per HIT (per session of items), e.g. '0.50' (required)",
@@ -273,7 +275,8 @@ class MTurkProvider(Provider):
                 return {"already": True}
             return {}
         if action == "bonus":
-            return self._bonus(client, worker, target.session_remote_id or "", params, ledger)
+            assignment = target.session_remote_id or ""
+            return self._bonus(client, worker, assignment, params, ledger, target.attempts)
         qualification = target.publication.get("block_qualification_id")
         if action == "block":
             mturk_api.block(client, worker, str(params.get("reason") or "blocked"))
@@ -302,19 +305,32 @@ class MTurkProvider(Provider):
         assignment: str,
         params: Mapping[str, Any],
         ledger: MutableMapping[str, str] | None,
+        attempts: int,
     ) -> dict[str, Any]:
-        """SendBonus, paid once whatever fails: before the first try the ledger keeps how
+        """SendBonus, paid once whatever fails: before the first send the ledger keeps how
         many bonuses like it MTurk listed; a later try first asks MTurk's records whether an
         earlier one paid (its answer may have been lost, and MTurk forgets a token after 24
-        hours, when sending it again would pay twice)."""
+        hours, when sending it again would pay twice).
+
+        A try made before the ledger kept that count (by an earlier version) left nothing to
+        compare with: any bonus like this one in MTurk's records is taken for it, rather than
+        risk paying twice. Where the records cannot be read after a try that may have paid,
+        the payment is unknown (PaymentUnknown), not failed.
+        """
         amount, reason, token = params["amount"], params["reason"], params["token"]
         notes: MutableMapping[str, str] = ledger if ledger is not None else {}
-        if "alike_before" in notes:
-            before = int(notes["alike_before"])
-            if mturk_api.bonuses_alike(client, worker, assignment, amount, reason) > before:
+        if "alike_before" in notes or (attempts and NOT_SENT not in notes):
+            before = int(notes.get("alike_before", "0"))
+            if mturk_api.paid_since(client, worker, assignment, amount, reason, token, before):
                 return {"paid": True, "seen_in": "ListBonusPayments"}
+            notes.setdefault("alike_before", str(before))
         else:
-            before = mturk_api.bonuses_alike(client, worker, assignment, amount, reason)
+            try:
+                before = mturk_api.bonuses_alike(client, worker, assignment, amount, reason)
+            except Exception:
+                # Nothing was sent: the next try counts afresh.
+                notes[NOT_SENT] = "ListBonusPayments failed before the first SendBonus"
+                raise
             notes["alike_before"] = str(before)
         sent = mturk_api.send_bonus(client, worker, assignment, amount, reason, token, before)
         return {"paid": True, "seen_in": "SendBonus" if sent else "ListBonusPayments"}

@@ -304,6 +304,31 @@ def bonuses_alike(
     return alike
 
 
+def paid_since(
+    client: MTurkClient,
+    worker_id: str,
+    assignment_id: str,
+    amount: Decimal | str,
+    reason: str,
+    token: str,
+    alike_before: int,
+) -> bool:
+    """Whether MTurk's records show more bonuses like this one than `alike_before`: asked
+    before trying again a bonus an earlier try with `token` may have paid. Raises
+    PaymentUnknown when the records cannot be read, never a plain failure: whether it was
+    paid is then unknown, and paying it by hand could pay it twice."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return bonuses_alike(client, worker_id, assignment_id, amount, reason) > alike_before
+    except (ClientError, BotoCoreError) as error:
+        raise PaymentUnknown(
+            f"an earlier try of bonus {token!r} may have paid it, and ListBonusPayments "
+            f"failed ({error}): whether it was paid is unknown; it is asked again before "
+            "anything is sent"
+        ) from error
+
+
 def send_bonus(
     client: MTurkClient,
     worker_id: str,

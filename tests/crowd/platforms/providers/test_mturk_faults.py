@@ -18,7 +18,8 @@ from sqlalchemy import func, select
 from crowd.cli import main
 from crowd.platforms import actions as platform_actions
 from crowd.platforms import publishing
-from crowd.platforms.providers.mturk_api import MAX_ATTEMPTS
+from crowd.platforms.providers.mturk_api import MAX_ATTEMPTS, make_client
+from crowd.queue.hooks import sweeps
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from crowd.storage import (
@@ -112,6 +113,13 @@ def test_a_bonus_paid_whose_answer_never_came_is_shown_paid(
     assert len(mturk.bonuses()) == 1 and mturk.calls_to("SendBonus") == MAX_ATTEMPTS + 1
 
 
+def action_line(cli: CliRunner, study_id: int) -> list[str]:
+    """The words of the (only) line `crowd mturk actions` prints."""
+    lines = crowd(cli, "mturk", "actions", study_id).strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0].split()
+
+
 def test_a_bonus_retried_after_mturk_forgot_its_token_is_not_paid_twice(
     client: FlaskClient, auth: dict[str, str], study_id: int, mturk: MTurkServer, db: Database,
     settings: Settings, cli: CliRunner, monkeypatch: pytest.MonkeyPatch,
@@ -125,19 +133,62 @@ def test_a_bonus_retried_after_mturk_forgot_its_token_is_not_paid_twice(
     mturk.cut_next_responses("ListBonusPayments", MAX_ATTEMPTS + 1, after=1)
     run_worker(settings, burst=True)
     row = bonus_action(db)
-    assert row.status == ActionStatus.FAILED
-    assert "PaymentUnknown" in (row.last_error or "") and "failed too" in (row.last_error or "")
+    # Not failed (someone would pay it again by hand): unknown, and still pending.
+    assert row.status == ActionStatus.PENDING
+    assert (row.last_error or "").startswith("PaymentUnknown:") and "failed too" in row.last_error
     assert row.result["ledger"] == {"alike_before": "0"}
     assert len(mturk.bonuses()) == 1
-    # A day later MTurk has forgotten the token: sending it again would pay again.
+    words = action_line(cli, study_id)
+    assert words[5] == "unknown" and "payment unknown: check MTurk" in " ".join(words)
+    assert "queued 0 failed call(s) again" in crowd(cli, "mturk", "actions", study_id, "--retry")
+    assert "platform-payments-unknown" in {sweep.name for sweep in sweeps()}
+    # MTurk's records still cannot be read: asked again, it stays unknown, nothing is sent.
+    mturk.cut_next_responses("ListBonusPayments", MAX_ATTEMPTS + 1)
+    assert platform_actions.ask_again_about_payments(db) == 1
+    assert platform_actions.ask_again_about_payments(db) == 0  # queued once
+    run_worker(settings, burst=True)
+    row = bonus_action(db)
+    assert row.status == ActionStatus.PENDING and "may have paid" in (row.last_error or "")
+    assert action_line(cli, study_id)[5] == "unknown"
+    # A day later MTurk has forgotten the token (sending it again would pay again), and its
+    # records answer: the next sweep's try finds the bonus paid there.
     mturk.pass_time(DAY + 60)
-    assert "queued 1 failed call(s) again" in crowd(cli, "mturk", "actions", study_id, "--retry")
+    assert platform_actions.ask_again_about_payments(db) == 1
     run_worker(settings, burst=True)
     assert len(mturk.bonuses()) == 1
     assert mturk.calls_to("SendBonus") == MAX_ATTEMPTS + 1  # not called again
     row = bonus_action(db)
     assert row.status == ActionStatus.DONE and row.result["seen_in"] == "ListBonusPayments"
     assert "bonus 0.50" in crowd(cli, "mturk", "actions", study_id).replace("  ", " ")
+    assert action_line(cli, study_id)[5] == "paid"
+
+
+@pytest.mark.parametrize("paid", [True, False], ids=["paid-then", "not-paid-then"])
+def test_a_bonus_tried_before_the_ledger_kept_a_count_is_never_paid_blindly(
+    client: FlaskClient, auth: dict[str, str], study_id: int, mturk: MTurkServer, db: Database,
+    settings: Settings, cli: CliRunner, paid: bool,
+) -> None:  # fmt: skip
+    worker_id, assignment_id = handed_in_worker(client, auth, mturk, db, settings, study_id)
+    crowd(cli, "review", "bonus", study_id, worker_id, "0.50", "--reason", "top 10%")
+    queued = bonus_action(db)
+    # A version that kept no count in the ledger tried it once: the call failed, perhaps
+    # after MTurk paid (its answer lost).
+    if paid:
+        make_client(True, endpoint_url=mturk.endpoint_url).send_bonus(
+            WorkerId=WORKER, AssignmentId=assignment_id, BonusAmount="0.50", Reason="top 10%",
+            UniqueRequestToken=queued.params["token"],
+        )  # fmt: skip
+    with db.session() as session:
+        row = session.get(PlatformAction, queued.id)
+        assert row is not None and not row.result
+        row.attempts, row.last_error = 1, "ConnectionClosedError: Connection was closed"
+    mturk.pass_time(DAY + 60)  # MTurk has forgotten the token: a send would pay again
+    run_worker(settings, burst=True)
+    assert [(p.worker_id, p.amount) for p in mturk.bonuses()] == [(WORKER, Decimal("0.50"))]
+    row = bonus_action(db)
+    assert row.status == ActionStatus.DONE
+    assert row.result["seen_in"] == ("ListBonusPayments" if paid else "SendBonus")
+    assert mturk.calls_to("SendBonus") == 1  # the earlier version's, or ours
 
 
 def test_the_reviewers_reason_reaches_mturk_as_requester_feedback(
