@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from crowd.exceptions import CrowdError, InvalidConfig, NotFound, ValidationError
 from crowd.quality.standing import left_out_workers
+from crowd.quality.stats import refresh_goes_on
 from crowd.queue import MODELS, fetch_job, job_queue
 from crowd.queue.hooks import Event, after_event
 from crowd.queue.jobs import context
@@ -221,6 +222,8 @@ def maybe_retrain(db: Database, connection: redis.Redis, study_id: int) -> int |
 @after_event(RESPONSE_STORED, RESPONSES_IMPORTED, order=20)
 def retrain_after_labels(connection: redis.Redis, event: Event) -> None:
     """New labels may complete the study's next batch (reward_model.retrain_every)."""
+    if event.topic == RESPONSES_IMPORTED and refresh_goes_on(event):
+        return  # the import's last event, once every rater's QC is known, checks instead
     study_id = event.payload.get("study_id")
     if study_id is not None:
         maybe_retrain(context().db, connection, int(study_id))

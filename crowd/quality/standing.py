@@ -11,10 +11,10 @@ The algorithms are in `qc/` (pure); this module reads and writes the database ar
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
-from sqlalchemy import Select, func, or_, select
+from sqlalchemy import Select, func, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -84,28 +84,48 @@ def standing(session: Session, study_id: int, worker_id: int) -> StudyWorker:
     The lock keeps a rule's job and a reviewer's decision from overwriting each other on
     PostgreSQL (SQLite serializes every write transaction anyway).
     """
+    return standings(session, study_id, [worker_id])[worker_id]
+
+
+def standings(
+    session: Session, study_id: int, worker_ids: Collection[int]
+) -> dict[int, StudyWorker]:
+    """The workers' QC standings in the study (by worker id), as `standing` gives one."""
+    ids = sorted(set(worker_ids))
     query = (
         select(StudyWorker)
-        .where(StudyWorker.study_id == study_id, StudyWorker.worker_id == worker_id)
+        .where(StudyWorker.study_id == study_id, StudyWorker.worker_id.in_(ids))
+        .order_by(StudyWorker.worker_id)
         .with_for_update()
     )
-    row = session.scalar(query)
-    if row is None:
-        try:
-            with session.begin_nested():
-                session.add(
-                    StudyWorker(
-                        study_id=study_id,
-                        worker_id=worker_id,
-                        attention_phase=_PHASE_RANDOM.random(),
-                    )
-                )
-        except IntegrityError:  # created by a concurrent request: use that one
-            pass
-        row = session.scalar(query)
-        if row is None:
+    found = {row.worker_id: row for row in session.scalars(query)}
+    missing = [worker_id for worker_id in ids if worker_id not in found]
+    if not missing:
+        return found
+    # One statement for all (an import's raters are new to the study together).
+    try:
+        with session.begin_nested():
+            session.execute(insert(StudyWorker), [_new_standing(study_id, w) for w in missing])
+    except IntegrityError:  # some were created by a concurrent request: create the others
+        for worker_id in missing:
+            try:
+                with session.begin_nested():
+                    session.execute(insert(StudyWorker), [_new_standing(study_id, worker_id)])
+            except IntegrityError:
+                pass
+    found = {row.worker_id: row for row in session.scalars(query)}
+    for worker_id in missing:
+        if worker_id not in found:
             raise RuntimeError(f"no QC standing for worker {worker_id} in study {study_id}")
-    return row
+    return found
+
+
+def _new_standing(study_id: int, worker_id: int) -> dict[str, Any]:
+    return {
+        "study_id": study_id,
+        "worker_id": worker_id,
+        "attention_phase": _PHASE_RANDOM.random(),
+    }
 
 
 def blocked_by(session: Session, experimenter_id: int, worker_id: int) -> bool:
@@ -212,36 +232,56 @@ def _qc_row(
     }
 
 
-def qc_rows(session: Session, study: Study, worker_id: int | None = None) -> list[dict[str, Any]]:
-    """The study's responses, live and imported, as QC rows (qc/) in time order; one
-    worker's with worker_id.
+def qc_rows(
+    session: Session, study: Study, worker_ids: Collection[int] | None = None
+) -> list[dict[str, Any]]:
+    """The study's responses, live and imported, as QC rows (qc/) in time order; only those
+    of `worker_ids` when given.
 
     An imported response stored without QC facts (before imports had them, or by the LLM
     rater) gets them here from its item, so its rater is judged like everyone else.
     """
+    # Columns, not entities: a large import's rows are read without each item's content.
     query = (
-        select(Response, Item)
+        select(
+            Response.id,
+            Response.worker_id,
+            Response.answer,
+            Response.qc_flags,
+            Response.explanation,
+            Response.source,
+            Response.rater_group,
+            Response.item_id,
+            Item.external_id,
+            Item.kind,
+        )  # fmt: skip
         .join(Item, Item.id == Response.item_id)
         .where(Response.study_id == study.id)
         .order_by(Response.created_at, Response.id)
     )
-    if worker_id is not None:
-        query = query.where(Response.worker_id == worker_id)
+    if worker_ids is not None:
+        query = query.where(Response.worker_id.in_(sorted(set(worker_ids))))
     hit: HitType | None = None
     config: QcConfig | None = None
+    items: dict[int, Item] = {}
     rows = []
-    for response, item in session.execute(query).all():
-        flags = response.qc_flags or {}
+    for found in session.execute(query).all():
+        flags = found.qc_flags or {}
         if "chars_shown" not in flags:
             hit = hit or get_hit_type(study.hit_type)
             config = config or study_qc(study)
-            flags = {**response_facts(hit, item, response.answer, None, config), **flags}
+            items = items or {
+                item.id: item
+                for item in session.scalars(select(Item).where(Item.study_id == study.id))
+            }
+            item = items[found.item_id]
+            flags = {**response_facts(hit, item, found.answer, None, config), **flags}
         row = _qc_row(
-            response.id, str(response.worker_id), item.external_id, str(item.kind), flags,
-            response.explanation,
+            found.id, str(found.worker_id), found.external_id, str(found.kind), flags,
+            found.explanation,
         )  # fmt: skip
-        row["source"] = str(response.source)
-        row["rater_group"] = response.rater_group
+        row["source"] = str(found.source)
+        row["rater_group"] = found.rater_group
         rows.append(row)
     return rows
 
@@ -254,18 +294,30 @@ def gold_results(session: Session, worker_id: int, study: Study) -> list[float]:
     studies, whose gold (right or wrong) is theirs to judge by. Live and imported answers
     alike: a worker is one or the other (imported raters have their own providers).
     """
-    flags = session.scalars(
-        select(Response.qc_flags)
+    return gold_results_of(session, [worker_id], study).get(worker_id, [])
+
+
+def gold_results_of(
+    session: Session, worker_ids: Collection[int], study: Study
+) -> dict[int, list[float]]:
+    """`gold_results` of several workers (by worker id; none for a worker without gold)."""
+    found = session.execute(
+        select(Response.worker_id, Response.qc_flags)
         .join(Item, Item.id == Response.item_id)
         .join(Study, Study.id == Response.study_id)
         .where(
-            Response.worker_id == worker_id,
+            Response.worker_id.in_(sorted(set(worker_ids))),
             Study.hit_type == study.hit_type,
             Study.experimenter_id == study.experimenter_id,
             Item.kind == ItemKind.GOLD,
         )
+        .order_by(Response.id)
     ).all()
-    return [float(f["gold_accuracy"]) for f in flags if f.get("gold_accuracy") is not None]
+    out: dict[int, list[float]] = {}
+    for worker_id, flags in found:
+        if flags.get("gold_accuracy") is not None:
+            out.setdefault(worker_id, []).append(float(flags["gold_accuracy"]))
+    return out
 
 
 def gold_confidence(results: list[float], config: QcConfig) -> GoldConfidence:
@@ -359,13 +411,38 @@ def refresh_standing(session: Session, study: Study, worker_id: int) -> StudyWor
     Safe to run twice: an action already taken is not taken (or audited) again, and rules a
     person overruled for this worker only record what they find.
     """
+    return refresh_standings(session, study, [worker_id])[worker_id]
+
+
+def refresh_standings(
+    session: Session, study: Study, worker_ids: Collection[int]
+) -> dict[int, StudyWorker]:
+    """`refresh_standing` for several workers (an import's raters, a whole study) in one
+    pass: their answers, gold and standings are read in one query each, not one per worker.
+    """
     config = study_qc(study)
-    row = standing(session, study.id, worker_id)
-    key = str(worker_id)
-    evidence = worker_evidence(qc_rows(session, study, worker_id), config).get(key)
-    if evidence is None:
-        return row
-    pooled = gold_confidence(gold_results(session, worker_id, study), config)
+    rows = standings(session, study.id, worker_ids)
+    evidence_of = worker_evidence(qc_rows(session, study, rows.keys()), config)
+    gold_of = gold_results_of(session, rows.keys(), study)
+    for worker_id, row in rows.items():
+        evidence = evidence_of.get(str(worker_id))
+        if evidence is not None:
+            _judge(session, study, row, evidence, gold_of.get(worker_id, []), config)
+    return rows
+
+
+def _judge(
+    session: Session,
+    study: Study,
+    row: StudyWorker,
+    evidence: dict[str, Any],
+    gold: list[float],
+    config: QcConfig,
+) -> None:
+    """Store the worker's evidence (gold pooled over the HIT type's studies) and let the
+    rules act on it."""
+    worker_id = row.worker_id
+    pooled = gold_confidence(gold, config)
     if pooled.n_.get("w"):
         evidence = {
             **evidence,
@@ -374,7 +451,7 @@ def refresh_standing(session: Session, study: Study, worker_id: int) -> StudyWor
             "gold_below_prob": round(pooled.prob_below("w", config.gold.threshold), 4),
             "gold_rate": round(gold_rate(pooled.alpha_["w"], pooled.beta_["w"], config.gold), 4),
         }
-    decisions = evaluate({key: evidence}, config.rules)
+    decisions = evaluate({str(worker_id): evidence}, config.rules)
     row.evidence = _jsonable(evidence)
     row.rule_hits = [decision.rule for decision in decisions]
     for decision in decisions:
@@ -398,7 +475,10 @@ def refresh_standing(session: Session, study: Study, worker_id: int) -> StudyWor
         elif not stopped:
             audit(session, actor, "stop", decision.reason, study_id=study.id,
                   worker_id=worker_id, details=details)  # fmt: skip
-    return row
+
+
+# A study's workers are refreshed this many at a time (a bound on the IN lists' parameters).
+WORKERS_PER_PASS = 500
 
 
 def refresh_study(session: Session, study: Study) -> int:
@@ -406,9 +486,10 @@ def refresh_study(session: Session, study: Study) -> int:
     workers = session.scalars(
         select(Response.worker_id).where(Response.study_id == study.id).distinct()
     ).all()
-    for worker_id in workers:
-        refresh_standing(session, study, worker_id)
-    return len(workers)
+    ids = sorted(workers)
+    for start in range(0, len(ids), WORKERS_PER_PASS):
+        refresh_standings(session, study, ids[start : start + WORKERS_PER_PASS])
+    return len(ids)
 
 
 def left_out_workers(session: Session, study: Study) -> set[int]:

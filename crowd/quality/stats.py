@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import select
@@ -9,8 +10,11 @@ from sqlalchemy.orm import Session
 
 from crowd.quality import standing as quality
 from crowd.queue.hooks import QC_REFRESH, Event, on_event
-from crowd.storage import Item, ItemKind, Response, Study, Worker
+from crowd.storage import Item, ItemKind, OutboxEvent, Response, Study, Worker
 from crowd.storage.outbox import RESPONSE_EXPLAINED, RESPONSE_STORED, RESPONSES_IMPORTED
+
+# The imported raters one outbox event refreshes in its transaction (see refresh_after_import).
+RATERS_PER_JOB = 500
 
 
 def refresh_after_response(session: Session, response_id: int) -> None:
@@ -24,14 +28,29 @@ def refresh_after_response(session: Session, response_id: int) -> None:
 
 def refresh_worker(session: Session, worker_id: int, study_id: int) -> dict[str, Any]:
     """Recompute one worker's numbers in one study; running it twice gives the same result."""
-    worker = session.get(Worker, worker_id)
-    if worker is None:
-        return {}
-    rows = session.execute(
-        select(Item.kind, Response.score, Response.qc_flags)
+    return refresh_workers(session, [worker_id], study_id).get(worker_id, {})
+
+
+def refresh_workers(
+    session: Session, worker_ids: Collection[int], study_id: int
+) -> dict[int, dict[str, Any]]:
+    """`refresh_worker` for several workers, their answers read in one query (by worker id)."""
+    ids = sorted(set(worker_ids))
+    workers = session.scalars(select(Worker).where(Worker.id.in_(ids)).order_by(Worker.id)).all()
+    rows: dict[int, list[tuple[ItemKind, float | None, dict[str, Any]]]] = {}
+    for worker_id, kind, score, flags in session.execute(
+        select(Response.worker_id, Item.kind, Response.score, Response.qc_flags)
         .join(Item, Item.id == Response.item_id)
-        .where(Response.worker_id == worker_id, Response.study_id == study_id)
-    ).all()
+        .where(Response.study_id == study_id, Response.worker_id.in_(ids))
+    ):
+        rows.setdefault(worker_id, []).append((kind, score, flags))
+    return {worker.id: _store(worker, study_id, rows.get(worker.id, [])) for worker in workers}
+
+
+def _store(
+    worker: Worker, study_id: int, rows: list[tuple[ItemKind, float | None, dict[str, Any]]]
+) -> dict[str, Any]:
+    """Write the worker's numbers in the study, from the (kind, score, QC flags) of its answers."""
     # Practice answers on training examples and attention checks earn no points.
     scored_kinds = (ItemKind.REAL, ItemKind.GOLD)
     real = [score for kind, score, _ in rows if kind in scored_kinds and score is not None]
@@ -70,10 +89,24 @@ def refresh_after_import(session: Session, event: Event) -> None:
 
     Imported raters are judged like live workers (the rules' exclusions shape the filtered
     set), so the report this event refreshes already leaves out those the rules exclude.
+    One event refreshes RATERS_PER_JOB raters in its transaction and passes the others on
+    in an event of its own, so a large import (a RoFT release of 200,000 answers) never
+    holds the write lock for long or outlives its job's timeout; each event, the last
+    included, requests the report after its commit.
     """
     study = session.get(Study, int(event.payload["study_id"]))
     if study is None:
         return
-    for worker_id in event.payload.get("worker_ids", []):
-        refresh_worker(session, int(worker_id), study.id)
-        quality.refresh_standing(session, study, int(worker_id))
+    worker_ids = [int(worker_id) for worker_id in event.payload.get("worker_ids", [])]
+    now, later = worker_ids[:RATERS_PER_JOB], worker_ids[RATERS_PER_JOB:]
+    refresh_workers(session, now, study.id)
+    quality.refresh_standings(session, study, now)
+    if later:
+        payload = {"study_id": study.id, "worker_ids": later, "continues": event.id}
+        session.add(OutboxEvent(topic=RESPONSES_IMPORTED, payload=payload))
+
+
+def refresh_goes_on(event: Event) -> bool:
+    """Whether some of the import's raters are refreshed by a later event than this one
+    (what reacts to the QC outcome of an import waits for that one)."""
+    return len(event.payload.get("worker_ids", [])) > RATERS_PER_JOB

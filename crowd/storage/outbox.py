@@ -18,7 +18,9 @@ from crowd.storage.base import Base, utcnow
 # A feature whose events only it handles (platform calls, a live game's moves) names its own.
 RESPONSE_STORED = "response.stored"  # payload: response_id, study_id
 RESPONSE_EXPLAINED = "response.explained"  # payload: response_id, study_id
-RESPONSES_IMPORTED = "responses.imported"  # payload: study_id, worker_ids
+# payload: study_id, worker_ids (whose QC standing is still to refresh); an event with more
+# raters than one job refreshes passes the rest on in a new one, with continues: its id.
+RESPONSES_IMPORTED = "responses.imported"
 WORKER_BLOCKED = "worker.blocked"  # payload: study_id, worker_id (a reviewer's block)
 
 

@@ -17,11 +17,12 @@ from sqlalchemy import select
 from crowd.cli import main
 from crowd.exceptions import InvalidConfig
 from crowd.ml.reward import collect, execute_run, maybe_retrain, request_run
-from crowd.queue import fetch_job, redis_connection
+from crowd.quality import stats
+from crowd.queue import EVENTS, fetch_job, redis_connection
 from crowd.queue.runner import run_worker
 from crowd.review import Reviewer, act
 from crowd.settings import Settings
-from crowd.storage import Database, RewardRun, Role, RunStatus, Study, Worker
+from crowd.storage import Database, OutboxEvent, RewardRun, Role, RunStatus, Study, Worker
 from crowd.studies.annotations import AnnotationRecord, import_annotations
 from models.backbones import build_tiny_encoder
 from models.reward.mock import MockLabeler, mock_comparisons
@@ -213,6 +214,36 @@ def test_the_study_retrains_after_every_n_labels_on_the_models_queue(
     run_worker(settings, burst=True, queues=("crowd-models",))
     finished = run_row(db, run_id)
     assert finished.status == RunStatus.FINISHED and finished.data["labels"] == 45
+
+
+def test_an_import_retrains_once_its_last_rater_is_judged(
+    db: Database,
+    settings: Settings,
+    make_study: Callable[..., int],
+    backbone: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One rater a job: the import's QC refresh takes three events; the first two pass it on.
+    monkeypatch.setattr(stats, "RATERS_PER_JOB", 1)
+    config = {"retrain_every": 5, "settings": {"backbone": backbone, **FAST}}
+    study_id, truth = study_with(make_study, 10, config)
+    records = [
+        AnnotationRecord(where=f"{worker}/{item}", worker=worker, item=item,
+                         answer={"best": truth[item]})
+        for worker in ("a", "b", "c") for item in sorted(truth)
+    ]  # fmt: skip
+    with db.session() as session:
+        study = session.get(Study, study_id)
+        assert study is not None
+        import_annotations(session, study, records)
+    run_worker(settings, burst=True, queues=(EVENTS,))
+    with db.session() as session:
+        handled = session.scalars(select(OutboxEvent.handled_at).order_by(OutboxEvent.id)).all()
+        runs = session.scalars(select(RewardRun).where(RewardRun.study_id == study_id)).all()
+    assert len(handled) == 3 and None not in handled
+    # Queued after the last rater's QC, so the run's filtered set knows every exclusion.
+    assert [(r.trigger, r.labels_at_request) for r in runs] == [("retrain_every", 30)]
+    assert runs[0].created_at > max(at for at in handled if at is not None)
 
 
 def test_the_cli_trains_with_a_progress_bar_and_lists_runs(

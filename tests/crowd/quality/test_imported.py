@@ -11,15 +11,20 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import sqlalchemy
 from flask.testing import FlaskClient
 from sqlalchemy import select
+from sqlalchemy.engine import Engine
 
 from crowd.demo import TASKS, load_samples
 from crowd.exceptions import InvalidItem
+from crowd.quality import stats
+from crowd.queue import EVENTS, REPORTS
 from crowd.queue.jobs import configure, process_event
+from crowd.queue.runner import run_worker
 from crowd.review import worker_history
 from crowd.settings import Settings
-from crowd.storage import AuditEntry, Database, OutboxEvent, StudyWorker, Worker
+from crowd.storage import AuditEntry, Database, OutboxEvent, Report, StudyWorker, Worker
 from crowd.studies.annotations import import_file
 from crowd.studies.lifecycle import get_study
 from crowd.studies.reports import compute_report, export
@@ -63,12 +68,19 @@ def import_text(db: Database, study_id: int, text: str, fmt: str, group: str) ->
 
 
 def run_jobs(settings: Settings, db: Database) -> None:
-    """What `crowd worker` does with the outbox: each event's handlers, QC refresh included."""
+    """What `crowd worker` does with the outbox: each event's handlers, QC refresh included,
+    until no event is left (a large import's refresh goes on in events of its own)."""
     configure(settings)
-    with db.session() as session:
-        ids = list(session.scalars(select(OutboxEvent.id).order_by(OutboxEvent.id)))
-    for event_id in ids:
-        process_event(event_id)
+    while True:
+        with db.session() as session:
+            pending = session.scalar(
+                select(OutboxEvent.id)
+                .where(OutboxEvent.processed_at.is_(None))
+                .order_by(OutboxEvent.id)
+            )
+        if pending is None:
+            return
+        process_event(pending)
 
 
 def standing(db: Database, study_id: int, provider: str, name: str) -> StudyWorker:
@@ -142,6 +154,75 @@ def test_a_roft_annotator_who_pastes_one_reason_is_flagged_and_left_out(
         export(session, get_study(session, study_id), "jsonl", buffer, True, refresh=False)
     kept = {json.loads(line)["worker"] for line in buffer.getvalue().splitlines()}
     assert kept == {"import:careful", "import:second"}
+
+
+def test_a_large_import_refreshes_its_raters_a_bounded_batch_per_job_then_the_report(
+    settings: Settings,
+    db: Database,
+    make_study: Callable[..., int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One rater a job: the import's three raters take three events, each its own transaction.
+    monkeypatch.setattr(stats, "RATERS_PER_JOB", 1)
+    rules = [rule.to_json() for rule in DEFAULT_RULES] + [COPIED]
+    config = {"annotations_per_item": 2, "attention_rate": 0.0, "qc": {"rules": rules}}
+    study_id = make_study([passage("seed", 2)], config)
+    import_text(db, study_id, roft_release(), "roft", "roft")
+    configure(settings)
+    with db.session() as session:
+        first = session.scalar(select(OutboxEvent.id))
+        raters = session.scalars(select(Worker.id).order_by(Worker.external_id)).all()
+    assert first is not None and len(raters) == 3  # careful, paster, second
+    process_event(first)
+    with db.session() as session:
+        events = session.scalars(select(OutboxEvent).order_by(OutboxEvent.id)).all()
+        assert [(e.payload["worker_ids"], e.payload.get("continues"), e.processed_at is None)
+                for e in events] == [(raters, None, False), (raters[1:], first, True)]  # fmt: skip
+        refreshed = session.scalars(select(StudyWorker.worker_id)).all()
+        assert refreshed == raters[:1]
+
+    # A real worker runs the rest; the report it writes comes after the last rater's refresh.
+    run_worker(settings, burst=True, queues=(EVENTS, REPORTS))
+    paster = standing(db, study_id, "import", "paster")
+    assert paster.excluded_by == "rule:copied_reasons"
+    with db.session() as session:
+        events = session.scalars(select(OutboxEvent).order_by(OutboxEvent.id)).all()
+        assert [e.payload["worker_ids"] for e in events] == [raters, raters[1:], raters[2:]]
+        assert all(e.processed_at is not None for e in events)
+        assert len(session.scalars(select(StudyWorker)).all()) == 3
+        stored = session.scalar(select(Report).where(Report.study_id == study_id))
+        assert stored is not None and stored.responses_seen == 24
+        assert stored.updated_at >= max(e.handled_at for e in events if e.handled_at)
+        assert stored.data["excluded"]["by_rater_group"]["roft"] == {
+            "n_workers": 1, "n_responses": 8,
+        }  # fmt: skip
+
+
+def test_an_import_event_reads_and_writes_its_raters_in_the_same_few_statements(
+    settings: Settings, db: Database, make_study: Callable[..., int]
+) -> None:
+    def statements(raters: int) -> int:
+        study_id = make_study([passage(f"p{i}", 2) for i in range(4)])
+        lines = [
+            {"worker": f"{raters}-{rater}", "item": f"p{i}", "answer": {"guess": 1 + i}}
+            for rater in range(raters) for i in range(4)
+        ]  # fmt: skip
+        import_text(db, study_id, "\n".join(json.dumps(line) for line in lines), "jsonl", "x")
+        count = 0
+
+        def one(*_args: Any) -> None:
+            nonlocal count
+            count += 1
+
+        sqlalchemy.event.listen(Engine, "before_cursor_execute", one)
+        try:
+            run_jobs(settings, db)
+        finally:
+            sqlalchemy.event.remove(Engine, "before_cursor_execute", one)
+        return count
+
+    # Not a few statements per rater: a RoFT release has thousands of raters.
+    assert statements(2) == statements(20)
 
 
 def play_with_reason(client: FlaskClient, who: dict[str, str], study_id: int, text: str) -> None:
