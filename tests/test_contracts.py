@@ -97,10 +97,11 @@ def test_provider_contract(name: str, settings: Settings, monkeypatch: pytest.Mo
         assert [s.state for s in mine] == ["submitted"]
         # What a block needs of the experimenter's account is set up before it (Prolific's
         # exclusion group); the actions job does that for providers that keep an account.
-        account = provider.prepare_account(settings, {}, options, "contract", [])
+        workspace = provider.account_workspace(settings, options)
+        account = provider.prepare_account(settings, {}, workspace, "contract", [])
         target = ActionTarget(
             binding.worker_external_id, binding.session_remote_id, mine[0].submission_id,
-            task_id, publication.remote, account,
+            task_id, publication=publication.remote, accounts={workspace: account},
         )  # fmt: skip
         provider.perform(settings, "approve", target, {})
         ledger: dict[str, str] = {}

@@ -198,14 +198,19 @@ def publish(
     MTurk checks the account's balance against rewards plus MTurk's fee first.
     """  # fmt: skip
     from crowd.platforms.providers import PROVIDERS
-    from crowd.platforms.publishing import publish
+    from crowd.platforms.publishing import publish, set_up_accounts
     from crowd.studies.lifecycle import get_study
 
     options = platform_options(providers, reward, sandbox, raw_options, options_file)
     settings, db = open_database()
+    with db.read_session() as session:
+        owner = get_study(session, study_id).experimenter_id
+    # Committed first (Prolific: the group of blocked workers), so that a publish that
+    # fails and its retry use the same one rather than make another.
+    kept = set_up_accounts(db, settings, owner, providers, options)
     with db.session() as session:
         found = get_study(session, study_id)
-        links = publish(session, settings, found, providers, options)
+        links = publish(session, settings, found, providers, options, kept)
     for name, urls in links.items():
         for label, url in urls.items():
             click.echo(f"{name} {label}: {url}")

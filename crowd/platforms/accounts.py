@@ -1,10 +1,12 @@
-"""What we keep of each experimenter's account on a platform (a PlatformAccount row), set up
-once by the provider's prepare_account: on Prolific, the participant group of the workers
-the experimenter blocked, which every study published for them excludes.
+"""What we keep of each experimenter's account on a platform, one PlatformAccount row per
+workspace of it, set up once by the provider's prepare_account: on Prolific, the participant
+group of the workers the experimenter blocked, one per workspace they publish in (a group
+belongs to a workspace, as a study does), which every study published there excludes.
 
-Publishing sets it up inside its own transaction, with the row locked while the platform is
-asked; a queued block sets it up outside any transaction and keeps what it made only if no
-one kept theirs first, so every caller ends up with the same group.
+It is set up outside any other transaction, before the publish or block that needs it, and
+committed in a transaction of its own: a publish that then fails, or whose commit fails,
+leaves it kept, so a retry uses the same group rather than making another. Two calls that
+set it up at once both ask the platform; the first to commit is kept and used by both.
 """
 
 from __future__ import annotations
@@ -24,20 +26,28 @@ from crowd.storage import Database, Experimenter, PlatformAccount, Worker, Worke
 log = logging.getLogger(__name__)
 
 
-def _row(session: Session, experimenter_id: int, provider: str, lock: bool) -> PlatformAccount:
-    query = select(PlatformAccount).where(
-        PlatformAccount.experimenter_id == experimenter_id, PlatformAccount.provider == provider
+def _row(session: Session, experimenter_id: int, provider: str, workspace: str) -> PlatformAccount:
+    query = (
+        select(PlatformAccount)
+        .where(
+            PlatformAccount.experimenter_id == experimenter_id,
+            PlatformAccount.provider == provider,
+            PlatformAccount.workspace == workspace,
+        )
+        .with_for_update()
     )
-    row = session.scalar(query.with_for_update() if lock else query)
+    row = session.scalar(query)
     if row is not None:
         return row
     try:
         with session.begin_nested():
-            row = PlatformAccount(experimenter_id=experimenter_id, provider=provider, settings={})
+            row = PlatformAccount(
+                experimenter_id=experimenter_id, provider=provider, workspace=workspace, settings={}
+            )
             session.add(row)
     except IntegrityError:
         # Another transaction made it meanwhile: use theirs.
-        row = session.scalar(query.with_for_update() if lock else query)
+        row = session.scalar(query)
         if row is None:
             raise
     return row
@@ -56,33 +66,19 @@ def _owner_and_blocked(
     return (owner.name if owner else f"experimenter {experimenter_id}"), list(blocked)
 
 
-def account(session: Session, experimenter_id: int, provider: str) -> dict[str, Any]:
-    """What we keep of the account now ({} when nothing was set up)."""
-    row = session.scalar(
-        select(PlatformAccount).where(
+def kept_accounts(
+    session: Session, experimenter_id: int, provider: str
+) -> dict[str, dict[str, Any]]:
+    """What we keep of the account now, by workspace ({} when nothing was set up)."""
+    rows = session.scalars(
+        select(PlatformAccount)
+        .where(
             PlatformAccount.experimenter_id == experimenter_id,
             PlatformAccount.provider == provider,
         )
-    )
-    return dict(row.settings) if row is not None else {}
-
-
-def prepared_account(
-    session: Session,
-    settings: Settings,
-    provider: str,
-    experimenter_id: int,
-    options: Mapping[str, Any],
-) -> dict[str, Any]:
-    """The account set up for publishing, inside the caller's transaction (the row is locked
-    while the platform is asked, so two publishes set it up once)."""
-    row = _row(session, experimenter_id, provider, lock=True)
-    owner, blocked = _owner_and_blocked(session, experimenter_id, provider)
-    made = PROVIDERS.get(provider).prepare_account(settings, row.settings, options, owner, blocked)
-    if made != row.settings:
-        row.settings = made
-        session.flush()
-    return dict(made)
+        .order_by(PlatformAccount.id)
+    ).all()
+    return {row.workspace: dict(row.settings) for row in rows if row.settings}
 
 
 def ensure_account(
@@ -92,23 +88,44 @@ def ensure_account(
     experimenter_id: int,
     options: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The account set up for a queued platform call, outside any transaction: the platform
-    is asked with what we have, and what it made is kept unless another call kept its own
-    first, in which case that one is used (and ours is left unused on the platform)."""
+    """The account in the workspace of a publication with these options, set up and
+    committed (call it outside any transaction: the platform is asked with what we have,
+    and what it made is kept unless another call kept its own first, in which case that one
+    is used and ours is left unused on the platform)."""
+    platform = PROVIDERS.get(provider)
+    workspace = platform.account_workspace(settings, options)
     with db.read_session() as session:
-        current = account(session, experimenter_id, provider)
+        current = kept_accounts(session, experimenter_id, provider).get(workspace, {})
         owner, blocked = _owner_and_blocked(session, experimenter_id, provider)
-    made = PROVIDERS.get(provider).prepare_account(settings, current, options, owner, blocked)
+    made = platform.prepare_account(settings, current, workspace, owner, blocked)
     if made == current:
         return current
     with db.session() as session:
-        row = _row(session, experimenter_id, provider, lock=True)
+        row = _row(session, experimenter_id, provider, workspace)
         if dict(row.settings) != current:
             log.warning(
-                "%s account of experimenter %s was set up meanwhile by another call: using "
-                "%s; %s is left unused on the platform",
-                provider, experimenter_id, row.settings, made,
+                "%s account of experimenter %s in workspace %r was set up meanwhile by another "
+                "call: using %s; %s is left unused on the platform",
+                provider, experimenter_id, workspace, row.settings, made,
             )  # fmt: skip
             return dict(row.settings)
         row.settings = made
     return made
+
+
+def accounts_to_block_in(
+    db: Database,
+    settings: Settings,
+    provider: str,
+    experimenter_id: int,
+    options: Mapping[str, Any],
+) -> dict[str, dict[str, Any]]:
+    """Every workspace's account of the experimenter, which a block reaches; with none yet,
+    the one of the publication's workspace is set up first (with everyone blocked so far)."""
+    with db.read_session() as session:
+        kept = kept_accounts(session, experimenter_id, provider)
+    if kept:
+        return kept
+    ensure_account(db, settings, provider, experimenter_id, options)
+    with db.read_session() as session:
+        return kept_accounts(session, experimenter_id, provider)

@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import InvalidAction, PaymentUnknown, ValidationError
-from crowd.platforms.accounts import account, ensure_account
+from crowd.platforms.accounts import accounts_to_block_in, kept_accounts
 from crowd.platforms.providers import PROVIDERS
 from crowd.platforms.providers.base import ActionTarget
 from crowd.queue.hooks import Event, SweepContext, every_sweep, own_transaction
@@ -152,7 +152,7 @@ def _target(session: Session, row: PlatformAction, owner: int | None) -> ActionT
             **(publication.options if publication else {}),
             **(publication.remote if publication else {}),
         },
-        account=account(session, owner, row.provider) if owner is not None else {},
+        accounts=kept_accounts(session, owner, row.provider) if owner is not None else {},
     )
 
 
@@ -183,9 +183,10 @@ def perform_action(db: Database, settings: Settings, action_id: int) -> str:
         return perform_batch(db, settings, action_id)
     try:
         if action == "block" and provider.keeps_account and owner is not None:
-            # The platform's exclusion (Prolific's group) is made before anyone is put in it.
-            kept = ensure_account(db, settings, provider.name, owner, target.publication)
-            target = replace(target, account=kept)
+            # Every workspace's exclusion (Prolific: a group) gets the worker; with none yet,
+            # the publication's is made first.
+            kept = accounts_to_block_in(db, settings, provider.name, owner, target.publication)
+            target = replace(target, accounts=kept)
         result = provider.perform(settings, action, target, params, ActionLedger(db, action_id))
     except Exception as error:
         with db.session() as session:

@@ -12,11 +12,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import NotFound, StudyNotOpen, ValidationError
-from crowd.platforms.accounts import prepared_account
+from crowd.platforms.accounts import ensure_account
 from crowd.platforms.providers import PROVIDERS
 from crowd.platforms.providers.base import StudyRef
 from crowd.settings import Settings
 from crowd.storage import (
+    Database,
     Item,
     ItemKind,
     Publication,
@@ -74,25 +75,56 @@ def open_study(session: Session, study: Study, providers: Iterable[str]) -> Stud
     return study
 
 
+def _checked(
+    providers: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None
+) -> dict[str, dict[str, Any]]:
+    unknown = sorted(set(options or {}) - set(providers))
+    if unknown:
+        raise ValidationError(f"options given for providers not published to: {unknown}")
+    return {
+        name: PROVIDERS.get(name).validate_options((options or {}).get(name) or {})
+        for name in providers
+    }
+
+
+def set_up_accounts(
+    db: Database,
+    settings: Settings,
+    experimenter_id: int,
+    providers: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """What publishing needs of the experimenter's platform accounts (Prolific: their group
+    of blocked workers in the study's workspace), per provider that keeps one: set up and
+    committed before the publish's transaction (call it outside any), so that a publish that
+    fails, and its retries, use it rather than make another. Pass it to publish()."""
+    checked = _checked(providers, options)
+    return {
+        name: ensure_account(db, settings, name, experimenter_id, checked[name])
+        for name in sorted(set(providers))
+        if PROVIDERS.get(name).keeps_account
+    }
+
+
 def publish(
     session: Session,
     settings: Settings,
     study: Study,
     providers: Sequence[str],
     options: Mapping[str, Mapping[str, Any]] | None = None,
+    accounts: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, dict[str, str]]:
     """Open the study to each provider's workers; returns the links per provider.
 
     For a platform, the options are checked before anything is sent, a Publication with
     the platform's ids is kept, and a retried publish sends the same request tokens.
+    `accounts` is what set_up_accounts() gave, for the providers that keep an account.
     """
-    options = dict(options or {})
-    unknown = sorted(set(options) - set(providers))
-    if unknown:
-        raise ValidationError(f"options given for providers not published to: {unknown}")
-    checked = {
-        name: PROVIDERS.get(name).validate_options(options.get(name) or {}) for name in providers
-    }
+    checked = _checked(providers, options)
+    accounts = accounts or {}
+    missing = [n for n in providers if PROVIDERS.get(n).keeps_account and n not in accounts]
+    if missing:
+        raise ValueError(f"call set_up_accounts() before publishing to {missing}")
     open_study(session, study, providers)
     ref = study_ref(session, study)
     links: dict[str, dict[str, str]] = {}
@@ -110,11 +142,7 @@ def publish(
         # after a lost answer or a failed commit finds what the first try created.
         token = f"crowd-{study.id}-{name}-{(earlier or 0) + 1}"
         # E.g. Prolific's group of the experimenter's blocked workers, which the study excludes.
-        kept = (
-            prepared_account(session, settings, name, study.experimenter_id, checked[name])
-            if provider.keeps_account
-            else {}
-        )
+        kept = accounts.get(name, {})
         made = provider.publish(
             settings, replace(ref, account=kept), settings.base_url, checked[name], token
         )

@@ -138,16 +138,20 @@ class PlatformAction(Base):
 
 
 class PlatformAccount(Base):
-    """What we keep of an experimenter's account on a platform, set up once by the provider:
-    on Prolific, the participant group of the workers they blocked, which every study
-    published for them excludes ({"exclusion_group_id", "workspace_id"})."""
+    """What we keep of an experimenter's account on a platform, per workspace of it, set up
+    once by the provider: on Prolific, the participant group of the workers they blocked in
+    that workspace, which every study published there for them excludes
+    ({"exclusion_group_id", "workspace_id"})."""
 
     __tablename__ = "platform_accounts"
-    __table_args__ = (UniqueConstraint("experimenter_id", "provider"),)
+    __table_args__ = (UniqueConstraint("experimenter_id", "provider", "workspace"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     experimenter_id: Mapped[int] = mapped_column(ForeignKey("experimenters.id"))
     provider: Mapped[str] = mapped_column(String(50))
+    # The platform's workspace it is about (Prolific's workspace id: a participant group
+    # belongs to one workspace, as a study does); "" for a platform without workspaces.
+    workspace: Mapped[str] = mapped_column(String(100), default="")
     settings: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

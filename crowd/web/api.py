@@ -197,10 +197,15 @@ def import_annotations(study_id: int, query: AnnotationsQuery) -> Any:
 def publish(study_id: int, body: Publish) -> Any:
     from crowd.platforms import publishing as platforms
 
-    settings = platform().settings
-    with platform().db.session() as session:
+    settings, db = platform().settings, platform().db
+    with db.read_session() as session:
+        owner = studies.get_study(session, study_id, current_experimenter(session)).experimenter_id
+    # Committed first (Prolific: the group of blocked workers), so that a publish that
+    # fails and its retry use the same one rather than make another.
+    kept = platforms.set_up_accounts(db, settings, owner, body.providers, body.options)
+    with db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
-        links = platforms.publish(session, settings, study, body.providers, body.options)
+        links = platforms.publish(session, settings, study, body.providers, body.options, kept)
         return {**study_json(study), "links": links}
 
 

@@ -36,8 +36,9 @@ class StudyRef:
     # Answers the study still needs: real items times annotations per item.
     work_slots: int = 0
     title: str = ""
-    # What we keep of the experimenter's account on the platform published to (Prolific: the
-    # participant group of the workers they blocked), set up by Provider.prepare_account.
+    # What we keep of the experimenter's account in the platform's workspace published to
+    # (Prolific: the participant group of the workers they blocked), set up by
+    # Provider.prepare_account.
     account: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -101,8 +102,9 @@ class ActionTarget:
     # the platform (its answer was lost).
     attempts: int = 0
     publication: Mapping[str, Any] = field(default_factory=dict)
-    # What we keep of the experimenter's account on the platform (see StudyRef.account).
-    account: Mapping[str, Any] = field(default_factory=dict)
+    # What we keep of the experimenter's account on the platform, by workspace (see
+    # StudyRef.account): a block or unblock reaches every one.
+    accounts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def with_defaults(
@@ -134,9 +136,9 @@ class Provider(ABC):
     open_signup: ClassVar[bool] = False
     # Whether workers arrive on our external page with the platform's query parameters.
     external_page: ClassVar[bool] = False
-    # Whether we keep something of each experimenter's account on the platform (Prolific: the
-    # group of the workers they blocked), set up by prepare_account before publishing and
-    # before a block.
+    # Whether we keep something of each experimenter's account on the platform, per workspace
+    # (Prolific: the group of the workers they blocked), set up by prepare_account before
+    # publishing and before a block.
     keeps_account: ClassVar[bool] = False
     # Actions one call makes for several workers, with the most per call (Prolific's bulk
     # message): queued ones of a study with the same params go out together (perform_many).
@@ -198,18 +200,23 @@ class Provider(ABC):
         went out, so that a retry after a partial failure sends only the rest."""
         raise InvalidAction(f"{self.name} makes {action} for one worker at a time")
 
+    def account_workspace(self, settings: Settings, options: Mapping[str, Any]) -> str:
+        """The platform's workspace a publication with these options is in (see
+        keeps_account); "" for a platform without workspaces."""
+        return ""
+
     def prepare_account(
         self,
         settings: Settings,
         account: Mapping[str, Any],
-        options: Mapping[str, Any],
+        workspace: str,
         owner: str,
         blocked: Sequence[str],
     ) -> dict[str, Any]:
-        """What the experimenter's account on the platform needs before publishing or
-        blocking, made once (see keeps_account): `account` is what we keep of it, `options`
-        the publication's, `owner` the experimenter's name, `blocked` the external ids of the
-        workers they blocked. Returns `account` with whatever was made."""
+        """What the experimenter's account in a workspace of the platform needs before
+        publishing or blocking, made once (see keeps_account): `account` is what we keep of
+        it, `owner` the experimenter's name, `blocked` the external ids of the workers they
+        blocked. Returns `account` with whatever was made."""
         return dict(account)
 
     def check_action(self, action: str, params: Mapping[str, Any]) -> None:

@@ -3,9 +3,11 @@
 A participant does up to `items_per_session` items; our server issues a completion code per
 submission only once the answers are stored, and the sync checks that the code a submission
 was entered with is the one we issued. A block puts the participant in the experimenter's
-participant group of blocked participants, which every study we publish for them excludes
-(a participant_group_blocklist filter), so they cannot take part in any of them; notify sends
-Prolific messages (one bulk message for several participants of a study). The calls are in
+participant groups of blocked participants, one per workspace they publish in (a group
+belongs to a workspace, as a study does), which every study we publish for them excludes
+(a participant_group_blocklist filter), so they cannot take part in any study published with
+it. notify sends Prolific messages (one bulk message for several participants of a
+study). The calls are in
 prolific_api.py and prolific_participants.py, what Prolific accepts (ids, amounts, the study
 URL, completion codes) in prolific_checks.py.
 """
@@ -20,7 +22,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from crowd.exceptions import ConfigurationError, ValidationError
+from crowd.exceptions import ConfigurationError, ProlificError, ValidationError
 from crowd.platforms.providers import prolific_api, prolific_checks
 from crowd.platforms.providers.base import (
     ActionTarget,
@@ -62,10 +64,13 @@ OPTION_HELP: dict[str, str] = {
     "description": "study description",
     "devices": "list of desktop, tablet, mobile (default all)",
     "filters": "Prolific eligibility filters, passed through (the group of participants the "
-    "experimenter blocked is added as a participant_group_blocklist filter)",
-    "project": "Prolific project id",
-    "workspace_id": "workspace id: where the group of blocked participants is made (default: "
-    "the token's only workspace), and for `crowd prolific balance`",
+    "experimenter blocked in the study's workspace is added as a participant_group_blocklist "
+    "filter)",
+    "project": "Prolific project id: the study goes there, and its workspace is the one "
+    "whose group of blocked participants the study excludes",
+    "workspace_id": "workspace id, when no project is given: where the group of blocked "
+    "participants is made and looked for (default: the token's only workspace; needed when "
+    "it has several), and for `crowd prolific balance`",
 }
 DEFAULTS: dict[str, Any] = {
     "items_per_session": 10,
@@ -146,6 +151,7 @@ class ProlificProvider(Provider):
         development = settings.prolific_api_url != prolific_api.DEFAULT_BASE_URL
         client = self._client(settings)
         group = study.account.get("exclusion_group_id")
+        workspace = study.account.get("workspace_id")
         filters = options["filters"]
         if group:
             # The experimenter's blocked workers, then and later, never see the study.
@@ -171,7 +177,12 @@ class ProlificProvider(Provider):
         return Publication(
             provider=self.name,
             urls={"page": page, "study": f"https://app.prolific.com/researcher/studies/{study_id}"},
-            remote={"study_id": study_id, "places": places, "exclusion_group_id": group},
+            remote={
+                "study_id": study_id,
+                "places": places,
+                "exclusion_group_id": group,
+                "workspace_id": workspace,
+            },
             tasks=(RemoteTaskSpec(remote_id=study_id, places=places),),
         )
 
@@ -236,10 +247,15 @@ class ProlificProvider(Provider):
     def _exclude(
         self, client: prolific_api.ProlificClient, action: str, target: ActionTarget
     ) -> dict[str, Any]:
-        """Put a blocked participant in the experimenter's exclusion group (every study we
-        publish for them leaves the group out), or take them out of it on unblock."""
-        group = str(target.account.get("exclusion_group_id") or "")
-        if not group:
+        """Put a blocked participant in each of the experimenter's exclusion groups, one per
+        workspace (every study we publish for them leaves its workspace's group out), or take
+        them out of every one on unblock. Both are safe to repeat after a partial failure."""
+        groups = {
+            workspace: str(account["exclusion_group_id"])
+            for workspace, account in target.accounts.items()
+            if account.get("exclusion_group_id")
+        }
+        if not groups:
             if action == "unblock":
                 return {"platform": "no exclusion group on Prolific yet: nothing to undo there"}
             raise ConfigurationError(
@@ -247,11 +263,12 @@ class ProlificProvider(Provider):
                 "it is made on their next Prolific publish or block"
             )
         who = [target.worker_external_id]
-        if action == "block":
-            client.add_to_group(group, who)
-        else:
-            client.remove_from_group(group, who)
-        return {"exclusion_group_id": group}
+        for group in groups.values():
+            if action == "block":
+                client.add_to_group(group, who)
+            else:
+                client.remove_from_group(group, who)
+        return {"exclusion_groups": groups}
 
     def perform_many(
         self,
@@ -289,21 +306,45 @@ class ProlificProvider(Provider):
                 ledger[key] = " ".join([*sent, *todo])
         return {"messaged": {study: sorted(set(ids)) for study, ids in by_study.items()}}
 
+    def account_workspace(self, settings: Settings, options: Mapping[str, Any]) -> str:
+        """The workspace of a study published with these options: its project's (Prolific's
+        GET /projects/{id}/ names it), else the workspace_id option, else the token's only
+        workspace. A block passes its publication, which names the workspace it found."""
+        named = str(options.get("workspace_id") or "")
+        project = str(options.get("project") or "")
+        if not project:
+            return named or _only_workspace(self._client(settings))
+        try:
+            found = str(self._client(settings).get_project(project).get("workspace") or "")
+        except ProlificError as error:
+            if error.http_status != 404:
+                raise
+            raise ValidationError(
+                f"Prolific has no project {project} that this token may see: copy the id "
+                "from the address of the project's page in Prolific",
+                "project",
+            ) from None
+        if named and found and named != found:
+            raise ValidationError(
+                f"project {project} is in workspace {found}, not {named}: leave workspace_id "
+                "out (the project's workspace is used) or name the project's",
+                "workspace_id",
+            )
+        return found or named or _only_workspace(self._client(settings))
+
     def prepare_account(
         self,
         settings: Settings,
         account: Mapping[str, Any],
-        options: Mapping[str, Any],
+        workspace: str,
         owner: str,
         blocked: Sequence[str],
     ) -> dict[str, Any]:
-        """The experimenter's exclusion group, made once in the workspace of the publish
-        options' workspace_id (or the token's only workspace), with the participants they
-        had blocked already."""
+        """The experimenter's exclusion group in a workspace, made once there with the
+        participants they had blocked already."""
         if account.get("exclusion_group_id"):
             return dict(account)
         client = self._client(settings)
-        workspace = str(options.get("workspace_id") or "") or _only_workspace(client)
         group = client.create_group(
             name=f"crowd: blocked by {owner}"[: prolific_checks.MAX_NAME],
             workspace_id=workspace,
@@ -379,9 +420,9 @@ def _only_workspace(client: prolific_api.ProlificClient) -> str:
     found = [str(w.get("id")) for w in client.workspaces() if w.get("id")]
     if len(found) != 1:
         raise ValidationError(
-            f"the Prolific token's researcher is in {len(found)} workspaces: name the one "
-            "whose studies exclude the blocked participants with the publish option "
-            "workspace_id",
+            f"the Prolific token's researcher is in {len(found)} workspaces: publish with the "
+            "option project (the study goes to its workspace) or workspace_id, so that the "
+            "study excludes the participants blocked in that workspace",
             "workspace_id",
         )
     return found[0]

@@ -1,4 +1,5 @@
-"""The Prolific client's calls about participants: messages, and participant groups.
+"""The Prolific client's calls about participants: messages, participant groups, and the
+workspaces and projects that groups and studies belong to.
 
 Messages (https://docs.prolific.com/api-reference/messages): ``POST /messages/`` sends one
 participant a message about a study (``recipient_id``, ``body``, ``study_id``); ``POST
@@ -12,6 +13,10 @@ belongs to a workspace; adding members that are in it already, or removing ones 
 not, is ignored, so those calls are retried. A study whose filters hold
 ``{"filter_id": "participant_group_blocklist", "selected_values": [group id]}`` is not shown
 to the group's members, including those added after it was published.
+
+Workspaces and projects (https://docs.prolific.com/api-reference/workspaces, .../projects):
+``GET /workspaces/`` lists the researcher's workspaces; ``GET /projects/{id}/`` gives a
+project's ``workspace``, where the studies of the project are.
 
 ParticipantCalls is a part of ProlificClient (prolific_api.py), which sends the requests.
 """
@@ -51,12 +56,23 @@ class ParticipantCalls:
             params: Mapping[str, Any] | None = None,
         ) -> Any: ...
 
-    # -- workspaces ------------------------------------------------------------------------
+    # -- workspaces and projects -----------------------------------------------------------
 
     def workspaces(self) -> list[dict[str, Any]]:
         """The workspaces the token's researcher belongs to (GET /workspaces/)."""
         body = self._call("GET", "/workspaces/", retry=True)
         return list(body.get("results", [])) if isinstance(body, dict) else []
+
+    def get_project(self, project_id: str) -> dict[str, Any]:
+        """A project (GET /projects/{id}/): its title, and the `workspace` it is in."""
+        path = f"/projects/{check_object_id(project_id, 'project')}/"
+        body = self._call("GET", path, retry=True)
+        if not isinstance(body, dict):
+            raise ProlificError(
+                f"Prolific answered {str(body)[:200]!r} where a project was expected: report "
+                "this to Prolific support"
+            )
+        return body
 
     # -- messages --------------------------------------------------------------------------
 

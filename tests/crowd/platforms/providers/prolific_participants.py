@@ -1,4 +1,5 @@
-"""The Prolific stand-in's participant operations: workspaces, messages, participant groups.
+"""The Prolific stand-in's participant operations: workspaces, projects, messages, participant
+groups.
 
 Shapes from https://docs.prolific.com/api-reference: SendMessage (recipient_id, body,
 study_id) and SendBulkMessage (ids, body, study_id), both required, answered 204 (documented
@@ -8,9 +9,16 @@ workspace or organisation ID must be specified"), ParticipantGroup, and membersh
 {"results": [{"participant_id", "datetime_created"}]} as the official CLI reads them (adding
 a member twice or removing a non-member is ignored, as documented).
 
+Workspaces and projects: GET /workspaces/ ({"results": [Workspace]}) and GET /projects/{id}/
+(Project, whose ``workspace`` is the workspace id); a study is in its ``project``'s
+workspace.
+
 Assumed, not documented: a message goes only to a participant who took part in the study it
 is about (documented for broadcasts: "Every recipient must have a submission for the study"),
-and a refused one is a 400 naming the field, like Prolific's other validation errors.
+and a refused one is a 400 naming the field, like Prolific's other validation errors; a study
+created without a project goes to the researcher's first workspace; a study's group filters
+may name only groups of the study's own workspace (a group belongs to one), and an
+unknown project is refused as a 400 naming the field.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ BULK_MESSAGE_FIELDS = {"ids", "body", "study_id"}
 GROUP_FIELDS = {"name", "workspace_id", "organisation_id", "description", "participant_ids"}
 ROUTES = (
     ("GET", r"/api/v1/workspaces/", "workspaces"),
+    ("GET", r"/api/v1/projects/(\w+)/", "get_project"),
     ("POST", r"/api/v1/messages/", "send_message"),
     ("POST", r"/api/v1/messages/bulk/", "bulk_message"),
     ("POST", r"/api/v1/participant-groups/", "create_group"),
@@ -49,6 +58,13 @@ class Message:
     study_id: str
     body: str
     bulk: bool
+
+
+@dataclass
+class Project:
+    id: str
+    title: str
+    workspace_id: str
 
 
 @dataclass
@@ -93,6 +109,7 @@ class ParticipantOperations:
     """Mixed into ProlificServer, whose state (studies, submissions, lock) it uses."""
 
     lock: threading.RLock
+    user_id: str
     workspace_id: str
     studies: dict[str, Study]
     submissions: dict[str, Submission]
@@ -106,8 +123,32 @@ class ParticipantOperations:
     def _init_participants(self) -> None:
         self.messages: list[Message] = []
         self.groups: dict[str, ParticipantGroup] = {}
+        # Workspace id -> title; the first is where studies without a project go.
+        self.workspaces: dict[str, str] = {self.workspace_id: "My workspace"}
+        self.projects: dict[str, Project] = {}
 
     # -- test hooks ------------------------------------------------------------------------
+
+    def add_workspace(self, title: str = "Another workspace") -> str:
+        """Another workspace the researcher belongs to; its id."""
+        with self.lock:
+            workspace_id = self._new_id()
+            self.workspaces[workspace_id] = title
+            return workspace_id
+
+    def add_project(self, workspace_id: str, title: str = "A project") -> str:
+        """A project in a workspace; its id."""
+        with self.lock:
+            if workspace_id not in self.workspaces:
+                raise ValueError(f"no workspace {workspace_id}")
+            project = Project(self._new_id(), title, workspace_id)
+            self.projects[project.id] = project
+            return project.id
+
+    def study_workspace(self, fields: dict[str, Any]) -> str:
+        """The workspace of a study with these fields: its project's, else the first one."""
+        project = self.projects.get(str(fields.get("project") or ""))
+        return project.workspace_id if project else self.workspace_id
 
     def eligible(self, study: Study, participant_id: str) -> bool:
         """Whether the study's participant group filters let the participant see it."""
@@ -123,9 +164,14 @@ class ParticipantOperations:
                 return False
         return True
 
-    def check_group_filters(self, filters: Any) -> None:
-        """A create_study's group filters must name groups of the workspace."""
-        for index, item in enumerate(filters or []):
+    def check_study_workspace(self, fields: dict[str, Any]) -> None:
+        """A create_study's project must exist, and its group filters must name groups of
+        the study's workspace."""
+        project = fields.get("project")
+        if project is not None and project not in self.projects:
+            raise _invalid("project", f"Project {project} not found.")
+        workspace = self.study_workspace(fields)
+        for index, item in enumerate(fields.get("filters") or []):
             if item.get("filter_id") not in GROUP_FILTERS:
                 continue
             values = item.get("selected_values")
@@ -134,12 +180,38 @@ class ParticipantOperations:
             unknown = [value for value in values if value not in self.groups]
             if unknown:
                 raise _invalid(f"filters[{index}]", f"Unknown participant groups: {unknown}.")
+            elsewhere = [v for v in values if self.groups[v].workspace_id != workspace]
+            if elsewhere:
+                raise _invalid(
+                    f"filters[{index}]",
+                    f"Participant groups {elsewhere} are not in the study's workspace.",
+                )
 
     # -- operations ------------------------------------------------------------------------
 
     def op_workspaces(self, query: Any, body: Any) -> tuple[int, Any]:
-        workspace = {"id": self.workspace_id, "title": "My workspace", "description": ""}
-        return 200, {"results": [workspace]}
+        return 200, {
+            "results": [
+                {"id": workspace, "title": title, "description": ""}
+                for workspace, title in self.workspaces.items()
+            ]
+        }
+
+    def op_get_project(self, project_id: str, query: Any, body: Any) -> tuple[int, Any]:
+        project = self.projects.get(project_id)
+        if project is None:
+            raise ApiError(404, f"Project {project_id} not found.", "Not found")
+        return 200, {
+            "id": project.id,
+            "title": project.title,
+            "type": "PRIVATE",
+            "description": "",
+            "owner": self.user_id,
+            "public_details": None,
+            "users": [],
+            "workspace": project.workspace_id,
+            "naivety_distribution_rate": None,
+        }
 
     def _recipient(self, study: Study, participant_id: str, name: str) -> None:
         if not any(
@@ -174,10 +246,10 @@ class ParticipantOperations:
             )
         if body.get("organisation_id"):
             raise _invalid("organisation_id", "The stand-in has no organisations.")
-        if body["workspace_id"] != self.workspace_id:
+        if body["workspace_id"] not in self.workspaces:
             raise _invalid("workspace_id", f"Workspace {body['workspace_id']} not found.")
         description = _text(body, "description") if "description" in body else None
-        group = ParticipantGroup(self._new_id(), name, self.workspace_id, description)
+        group = ParticipantGroup(self._new_id(), name, body["workspace_id"], description)
         for participant in _ids(body, "participant_ids", allow_empty=True):
             group.members.setdefault(participant, _now())
         self.groups[group.id] = group

@@ -31,6 +31,7 @@ from tests.crowd.platforms.providers.prolific_participants import (
     Message,
     ParticipantGroup,
     ParticipantOperations,
+    Project,
 )
 from tests.crowd.platforms.providers.prolific_state import (
     DEFAULT_PAGE_SIZE,
@@ -62,6 +63,7 @@ __all__ = [
     "ParticipantGroup",
     "Payment",
     "ProlificServer",
+    "Project",
     "Study",
     "Submission",
 ]
@@ -257,7 +259,7 @@ class ProlificServer(LocalServer, ParticipantOperations):
             if name not in body:
                 raise _invalid(name, "This field is required.")
         fields = _check_study(body)
-        self.check_group_filters(fields.get("filters"))
+        self.check_study_workspace(fields)
         study = Study(self._new_id(), {"internal_name": None, **fields})
         self.studies[study.id] = study
         return 201, self._study_view(study)
@@ -270,6 +272,7 @@ class ProlificServer(LocalServer, ParticipantOperations):
         if not isinstance(body, dict):
             raise ApiError(400, "The body must be a JSON object.")
         fields = _check_study({**study.fields, **body})
+        self.check_study_workspace(fields)
         if study.status != "UNPUBLISHED":
             for name in set(body) - PUBLISHED_FIELDS:
                 raise _invalid(name, f"Cannot be changed once the study is {study.status}.")

@@ -132,7 +132,7 @@ def test_block_excludes_the_participant_from_every_study_of_the_experimenter_unt
     with db.session() as session:
         block = session.scalar(select(PlatformAction).where(PlatformAction.action == "block"))
         assert block is not None and block.status == ActionStatus.DONE
-        assert block.result == {"exclusion_group_id": group.id}
+        assert block.result == {"exclusion_groups": {prolific.workspace_id: group.id}}
 
     # Another study of the experimenter: the same group, and the blocked participant is
     # turned away by Prolific itself while others take part.
@@ -175,6 +175,7 @@ def test_a_block_with_no_group_yet_makes_it_once_with_everyone_blocked_before(
     with db.session() as session:
         account = session.scalar(select(PlatformAccount))
         assert account is not None and account.settings["exclusion_group_id"] == group.id
+        assert account.workspace == prolific.workspace_id
         statuses = session.scalars(select(PlatformAction.status)).all()
         assert statuses == [ActionStatus.DONE, ActionStatus.DONE]
     _other, other_remote = second_study(make_study, client, auth)
@@ -205,3 +206,4 @@ def test_a_notification_goes_per_prolific_study_and_a_retry_skips_who_got_it(
     ]
     assert ledger[f"message {studies[1]}"] == f"{ids[1]} {ids[3]}"
     assert result == {"messaged": {studies[0]: sorted(ids[0::2]), studies[1]: sorted(ids[1::2])}}
+

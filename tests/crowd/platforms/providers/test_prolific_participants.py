@@ -244,3 +244,45 @@ def test_the_exclusion_joins_a_blocklist_the_study_has_and_keeps_other_filters()
     assert prolific.excluding_group([age], mine)[-1]["selected_values"] == [mine]
     with pytest.raises(ValidationError, match="list of Prolific filters"):
         prolific.excluding_group({"filter_id": "age"}, mine)
+
+
+# -- workspaces and projects -----------------------------------------------------------------
+
+
+def test_a_project_names_its_workspace_and_a_study_excludes_only_groups_of_its_own(
+    server: ProlificServer, client: ProlificClient
+) -> None:
+    other = server.add_workspace("Lab")
+    project = server.add_project(other)
+    assert [w["id"] for w in client.workspaces()] == [server.workspace_id, other]
+    assert client.get_project(project)["workspace"] == other
+    with pytest.raises(ProlificError, match="found nothing") as error:
+        client.get_project(NOBODY)
+    assert error.value.http_status == 404
+    home_group = client.create_group("blocked", server.workspace_id)["id"]
+    away_group = client.create_group("blocked", other)["id"]
+    assert server.groups[away_group].workspace_id == other
+
+    def study(project_id: str | None, group: str) -> dict[str, Any]:
+        return client.create_study(
+            name="A study",
+            description="Read a passage and say where a machine took over.",
+            external_study_url=prolific.external_url(TASK_URL, allow_http=True),
+            completion_code=STUDY_CODE,
+            total_available_places=5,
+            estimated_completion_time=10,
+            reward=150,
+            filters=prolific.excluding_group(None, group),
+            project=project_id,
+            allow_http=True,
+        )
+
+    assert study(project, away_group)["project"] == project
+    assert "project" not in study(None, home_group)  # the first workspace
+    with pytest.raises(ProlificError, match="not in the study's workspace") as error:
+        study(project, home_group)
+    assert "filters[0]" in error.value.detail
+    with pytest.raises(ProlificError, match="not found") as error:
+        study(NOBODY, home_group)
+    assert error.value.detail == {"project": [f"Project {NOBODY} not found."]}
+
