@@ -235,7 +235,10 @@ class ProlificProvider(Provider):
             )
             return {"bonus_id": bonus_id}
         if action == "notify":
-            return self.perform_many(settings, action, [target], params, ledger or {})
+            # An empty ledger is falsy (it has a length) but still the one to note sends in.
+            return self.perform_many(
+                settings, action, [target], params, ledger if ledger is not None else {}
+            )
         if action in ("block", "unblock"):
             return self._exclude(client, action, target)
         if action == "grant_qualification":

@@ -14,6 +14,7 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import delete, select
 
+from crowd.platforms.actions import ActionLedger
 from crowd.platforms.providers import PROVIDERS
 from crowd.platforms.providers.base import ActionTarget
 from crowd.platforms.providers.prolific_api import ProlificClient
@@ -207,3 +208,24 @@ def test_a_notification_goes_per_prolific_study_and_a_retry_skips_who_got_it(
     assert ledger[f"message {studies[1]}"] == f"{ids[1]} {ids[3]}"
     assert result == {"messaged": {studies[0]: sorted(ids[0::2]), studies[1]: sorted(ids[1::2])}}
 
+
+def test_a_single_notification_notes_its_message_in_the_actions_empty_ledger(
+    prolific: ProlificServer, settings: Settings, db: Database
+) -> None:
+    client = ProlificClient(prolific.token, base_url=prolific.base_url)
+    study = publish_study(client)
+    participant = prolific.submissions[done(prolific, study)].participant_id
+    with db.session() as session:
+        row = PlatformAction(provider="prolific", action="notify")
+        session.add(row)
+        session.flush()
+        action_id = row.id
+    ledger = ActionLedger(db, action_id)
+    assert not ledger  # empty, so falsy: still the ledger to note the message in
+    target = ActionTarget(participant, task_remote_id=study)
+    params = {"subject": "", "message": "Thanks!"}
+    PROVIDERS.get("prolific").perform(settings, "notify", target, params, ledger)
+    assert dict(ledger) == {f"message {study}": participant}
+    # A retry of the call (its answer lost, say) sends nothing again.
+    PROVIDERS.get("prolific").perform(settings, "notify", target, params, ledger)
+    assert [m.recipient_id for m in prolific.messages] == [participant]
