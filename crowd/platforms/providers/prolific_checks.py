@@ -74,9 +74,8 @@ MAX_PAGE_SIZE = 100
 # Prolific's bulk message reaches at most this many participants ("Send a broadcast": as many
 # as a bulk message, 4,000 by default).
 MAX_MESSAGE_RECIPIENTS = 4000
-# The filters that admit only (allowlist) or leave out (blocklist) a participant group's
-# members; selected_values are group ids ("Advanced filtering", Participant Groups).
-GROUP_ALLOWLIST = "participant_group_allowlist"
+# The filter that leaves out a participant group's members; selected_values are group ids
+# ("Advanced filtering", Participant Groups).
 GROUP_BLOCKLIST = "participant_group_blocklist"
 
 MIN_SECRET_BYTES = 16

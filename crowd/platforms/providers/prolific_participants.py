@@ -131,10 +131,6 @@ class ParticipantCalls:
         )
         return _member_ids(body)
 
-    def group_members(self, group_id: str) -> list[str]:
-        """The participant ids in a group."""
-        return _member_ids(self._call("GET", self._members_path(group_id), retry=True))
-
 
 def _member_ids(body: Any) -> list[str]:
     """The ids in a membership answer: {"results": [{"participant_id", "datetime_created"}]}."""

@@ -46,7 +46,6 @@ ROUTES = (
     ("POST", r"/api/v1/messages/", "send_message"),
     ("POST", r"/api/v1/messages/bulk/", "bulk_message"),
     ("POST", r"/api/v1/participant-groups/", "create_group"),
-    ("GET", r"/api/v1/participant-groups/(\w+)/participants/", "group_members"),
     ("POST", r"/api/v1/participant-groups/(\w+)/participants/", "add_to_group"),
     ("DELETE", r"/api/v1/participant-groups/(\w+)/participants/", "remove_from_group"),
 )
@@ -260,9 +259,6 @@ class ParticipantOperations:
         if group is None:
             raise ApiError(404, f"Participant group {group_id} not found.", "Not found")
         return group
-
-    def op_group_members(self, group_id: str, query: Any, body: Any) -> tuple[int, Any]:
-        return 200, self._members_view(self._group(group_id))
 
     def op_add_to_group(self, group_id: str, query: Any, body: Any) -> tuple[int, Any]:
         group = self._group(group_id)

@@ -190,13 +190,13 @@ def test_a_group_is_made_in_a_workspace_and_members_come_and_go(
     other = "6a0b1c2d3e4f5a6b7c8d9e0f"
     group = client.create_group("blocked", server.workspace_id, "why", [STRANGER])
     assert group["participant_count"] == 1 and group["workspace_id"] == server.workspace_id
-    assert client.group_members(group["id"]) == [STRANGER]
+    assert list(server.groups[group["id"]].members) == [STRANGER]
     assert client.add_to_group(group["id"], [other, STRANGER]) == [STRANGER, other]  # once each
     assert server.calls[-1] == ("add_to_group", {"participant_ids": [other, STRANGER]})
     assert client.remove_from_group(group["id"], [STRANGER]) == [other]
     assert client.remove_from_group(group["id"], [STRANGER]) == [other]  # not a member: ignored
     assert server.calls[-1] == ("remove_from_group", {"participant_ids": [STRANGER]})
-    assert client.group_members(group["id"]) == [other]
+    assert list(server.groups[group["id"]].members) == [other]
     with pytest.raises(ProlificError, match="found nothing") as error:
         client.add_to_group(NOBODY, [other])
     assert error.value.http_status == 404
