@@ -20,6 +20,13 @@ from crowd.exceptions import InvalidConfig
 from qc.config import parse_qc_config
 
 ITEM_KINDS = ("real", "gold", "attention", "training")
+# The rater group of live workers, and of answers (imported, or older rows) that name none.
+LIVE_RATER_GROUP = "crowd"
+
+
+def rater_group(row: Mapping[str, Any]) -> str:
+    """The rater group of an analysis row: its own, or the live crowd's where it names none."""
+    return str(row.get("rater_group") or LIVE_RATER_GROUP)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import base64
 import html
 import io
 import pathlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from matplotlib.figure import Figure
@@ -37,6 +37,11 @@ def dec(value: Any, digits: int = 2) -> str:
 def integer(value: Any) -> str:
     """A count as an integer; None as "n/a"."""
     return "n/a" if value is None else str(int(value))
+
+
+def names(values: Iterable[Any] | None) -> str:
+    """Names (rater groups, workers) joined with commas, or "none"; not escaped."""
+    return ", ".join(str(value) for value in values or []) or "none"
 
 
 def table(

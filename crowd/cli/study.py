@@ -12,6 +12,7 @@ import click
 
 from crowd.cli.common import handle_errors, open_database
 from crowd.exceptions import ValidationError
+from tasks.base import LIVE_RATER_GROUP
 
 
 @click.group()
@@ -88,7 +89,7 @@ def _guess_format(path: str, first_line: str) -> str:
 )
 @click.option(
     "--rater-group",
-    default="crowd",
+    default=LIVE_RATER_GROUP,
     show_default=True,
     help="Rater group of records that name none (e.g. expert, teachers).",
 )

@@ -45,7 +45,6 @@ from crowd.storage.taboo import JudgeScore, Pairing, SeatState, TabooGame, Taboo
 from crowd.storage.training import OPEN_RUN_STATES, RewardRun, RunStatus
 from crowd.storage.work import (
     HOLDING_STATES,
-    LIVE_RATER_GROUP,
     Assignment,
     AssignmentState,
     Response,
@@ -104,7 +103,6 @@ __all__ = [
     "ScaleTaskStatus",
     "ScaleTaskTag",
     "Response",
-    "LIVE_RATER_GROUP",
     "ResponseSource",
     "Study",
     "StudyStatus",

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Mapped, mapped_column, object_session, relationship
 from crowd.exceptions import InvalidTransition
 from crowd.storage.base import Base, utcnow
 from crowd.storage.studies import Item
+from tasks.base import LIVE_RATER_GROUP
 
 
 class WorkerStatus(StrEnum):
@@ -118,9 +119,6 @@ class Assignment(Base):
                 session.execute(
                     update(Item).where(Item.id == self.item_id).values(holders=Item.holders - 1)
                 )
-
-
-LIVE_RATER_GROUP = "crowd"
 
 
 class ResponseSource(StrEnum):

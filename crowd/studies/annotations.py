@@ -35,7 +35,6 @@ from sqlalchemy.orm import Session
 from crowd.exceptions import InvalidItem, StudyNotOpen, ValidationError
 from crowd.quality.standing import response_facts, study_qc
 from crowd.storage import (
-    LIVE_RATER_GROUP,
     Item,
     OutboxEvent,
     Response,
@@ -49,6 +48,7 @@ from crowd.studies.lifecycle import import_items, parse_jsonl, strict_json
 from crowd.work.assignments import get_or_create_worker
 from qc.config import QcConfig
 from tasks import get_hit_type
+from tasks.base import LIVE_RATER_GROUP
 
 IMPORT_PROVIDER = "import"
 FORMATS = ("jsonl", "csv", "roft")

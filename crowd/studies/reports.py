@@ -326,7 +326,7 @@ def qc_section(data: Mapping[str, Any]) -> str:
         for method, entry in (data.get("aggregation") or {}).items()
         if "error" not in entry
     ]
-    used = ", ".join(data.get("aggregation_rater_groups") or []) or "none"
+    used = report_html.names(data.get("aggregation_rater_groups"))
     parts.append("<h3>Aggregated labels (filtered set)</h3>")
     parts.append(f"<p>Answers of the rater groups: {report_html.esc(used)}.</p>")
     parts.append(

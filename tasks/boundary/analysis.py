@@ -17,6 +17,7 @@ import numpy as np
 
 from qc.attention import attention_summary
 from qc.filtering import full_and_filtered
+from tasks.base import rater_group
 from tasks.boundary.reasons import REASON_TAGS
 
 Row = Mapping[str, Any]
@@ -24,7 +25,6 @@ Row = Mapping[str, Any]
 # Attention checks only tell us whether a worker reads; they carry no information about detection
 # skill, so every metric is computed over these kinds alone.
 SCORED_KINDS = frozenset({"real", "gold"})
-DEFAULT_RATER_GROUP = "crowd"  # rows without one (older callers) are the live crowd's
 KINDS = SCORED_KINDS | {"attention"}
 N_POSITIONS = 10
 MAX_POINTS = 5
@@ -165,15 +165,11 @@ def _reasons(scored: Sequence[Row]) -> dict[str, int]:
     return result
 
 
-def _group(row: Row) -> str:
-    return str(row.get("rater_group") or DEFAULT_RATER_GROUP)
-
-
 def _split(scored: Sequence[Row], key: str) -> dict[str, dict[str, Any]]:
     # Rows without a value for the key have no group to go in; they still count in the totals.
     groups: dict[str, list[Row]] = defaultdict(list)
     for row in scored:
-        value = _group(row) if key == "rater_group" else row.get(key)
+        value = rater_group(row) if key == "rater_group" else row.get(key)
         if value is not None:
             groups[str(value)].append(row)
     return {value: summarize(groups[value], split=False) for value in sorted(groups)}
@@ -188,7 +184,7 @@ def summarize(rows: Sequence[Row], *, split: bool = True) -> dict[str, Any]:
     n = len(scored)
     summary: dict[str, Any] = {
         "n_annotations": n,
-        "rater_groups": sorted({_group(r) for r in scored}),
+        "rater_groups": sorted({rater_group(r) for r in scored}),
         "n_workers": len({str(r["worker"]) for r in scored}),
         "n_items": len({str(r["item"]) for r in scored}),
         "exact_accuracy": _num(np.mean(distances == 0)) if n else None,

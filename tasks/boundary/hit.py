@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TextIO, cast
 
 from crowd.exceptions import InvalidAction, InvalidConfig, InvalidItem
-from tasks.base import HitType, ItemSpec, Simulator, StepResult
+from tasks.base import HitType, ItemSpec, Simulator, StepResult, rater_group
 from tasks.boundary import analysis, report, roft, simulate
 from tasks.boundary.reasons import REASON_TAGS
 
@@ -295,7 +295,7 @@ class BoundaryHit(HitType):
             "created_at": row["created_at"],
             "prompt_index": meta.get("prompt_index"),
             "source": row.get("source", "live"),
-            "rater_group": row.get("rater_group") or analysis.DEFAULT_RATER_GROUP,
+            "rater_group": rater_group(row),
         }
 
     def analyze(

@@ -18,6 +18,7 @@ from tasks.report_html import (
     esc,
     exclusions_by_group,
     integer,
+    names,
     no_data,
     page,
     pct,
@@ -174,11 +175,6 @@ def _group_table(full: Section, filtered: Section, key: str, label: str) -> str:
     return table(header, rows)
 
 
-def groups_used(part: Section) -> str:
-    """The rater groups a set's figures pool, for the page."""
-    return ", ".join(str(group) for group in _get(part, "rater_groups") or []) or "none"
-
-
 def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> str:
     """Write the three PNG plots into out_dir and return the HTML report with them embedded."""
     out_dir = pathlib.Path(out_dir)
@@ -212,8 +208,7 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
     }
     images = embed_figures(figures, out_dir, PLOT_FILES)
 
-    failed_workers = attention.get("failed_workers") or []
-    caught = ", ".join(str(w) for w in failed_workers) or "none"
+    caught = names(attention.get("failed_workers"))
     attention_html = (
         f"<p>{esc(integer(attention.get('n_checks', 0)))} attention checks answered, "
         f"{esc(integer(attention.get('n_failed_checks', 0)))} failed. "
@@ -257,12 +252,13 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
         ]
         for tag in dict.fromkeys([*full_reasons, *filtered_reasons])
     ]
+    pooled = [names(_get(part, "rater_groups")) for part in (full, filtered)]
     body = [
         "<h2>Attention checks</h2>",
         attention_html,
         "<h2>Full vs filtered set</h2>",
-        f"<p>Every figure pools the rater groups: {esc(groups_used(full))} (full set); "
-        f"{esc(groups_used(filtered))} (filtered set). The table by rater group below gives "
+        f"<p>Every figure pools the rater groups: {esc(pooled[0])} (full set); "
+        f"{esc(pooled[1])} (filtered set). The table by rater group below gives "
         "each group alone.</p>",
         headline,
         "<h2>Plots</h2>",

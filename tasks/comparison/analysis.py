@@ -38,10 +38,10 @@ from scipy import stats
 
 from qc.attention import attention_summary
 from qc.filtering import full_and_filtered
+from tasks.base import LIVE_RATER_GROUP, rater_group
 
 Row = Mapping[str, Any]
 
-CROWD = "crowd"
 EXPERIMENTER = "experimenter"
 DEFAULT_EXPERT_GROUPS = ("expert",)
 SCORED_KINDS = frozenset({"real", "gold"})
@@ -93,10 +93,6 @@ class ItemLabels:
     groups: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
-def _group(row: Row) -> str:
-    return str(row.get("rater_group") or CROWD)
-
-
 def group_items(rows: Sequence[Row], expert_groups: Iterable[str]) -> dict[str, ItemLabels]:
     """Labels of the real and gold rows by item, by rater group.
 
@@ -118,10 +114,10 @@ def group_items(rows: Sequence[Row], expert_groups: Iterable[str]) -> dict[str, 
                 gold = (EXPERIMENTER, int(row["expected_best"]))
                 labels.experts.append(gold)
                 labels.groups[EXPERIMENTER] = [gold]
-        group = _group(row)
+        group = rater_group(row)
         label = (str(row["worker"]), int(row["best"]))
         labels.groups.setdefault(group, []).append(label)
-        if group == CROWD:
+        if group == LIVE_RATER_GROUP:
             labels.crowd.append(label)
         elif group in experts:
             labels.experts.append(label)
@@ -282,7 +278,9 @@ def _win_entry(
     }
 
 
-def win_rates(items: Mapping[str, ItemLabels], group: str = CROWD) -> list[dict[str, Any]]:
+def win_rates(
+    items: Mapping[str, ItemLabels], group: str = LIVE_RATER_GROUP
+) -> list[dict[str, Any]]:
     """Model-vs-model win rates from the majority of one rater group's labels on each item.
 
     An item counts when two policies wrote half its candidates each (2-way: a ~ A, b ~ B;
@@ -344,7 +342,7 @@ def per_worker(rows: Sequence[Row], items: Mapping[str, ItemLabels]) -> list[dic
     by_worker: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in rows:
         if row["kind"] in SCORED_KINDS:
-            by_worker[(_group(row), str(row["worker"]))].append(row)
+            by_worker[(rater_group(row), str(row["worker"]))].append(row)
     result = []
     for group, worker in sorted(by_worker):
         own = by_worker[(group, worker)]
@@ -404,7 +402,7 @@ def _by_group(scored: Sequence[Row], experts: Iterable[str]) -> dict[str, dict[s
     """Counts and gold accuracy of each rater group."""
     rows_of: dict[str, list[Row]] = defaultdict(list)
     for row in scored:
-        rows_of[_group(row)].append(row)
+        rows_of[rater_group(row)].append(row)
     out = {}
     for group in sorted(rows_of):
         rows = rows_of[group]
@@ -432,18 +430,18 @@ def summarize(
     groups = tuple(expert_groups)
     scored = [row for row in rows if row["kind"] in SCORED_KINDS]
     items = group_items(scored, groups)
-    crowd = [row for row in scored if _group(row) == CROWD]
+    crowd = [row for row in scored if rater_group(row) == LIVE_RATER_GROUP]
     n_gold, gold_accuracy = _gold_accuracy(crowd)
-    by_group = Counter(_group(row) for row in scored)
+    by_group = Counter(rater_group(row) for row in scored)
     present = sorted(by_group)
     experts = [g for g in present if g in groups]
     if any(EXPERIMENTER in labels.groups for labels in items.values()):
         experts.append(EXPERIMENTER)
     agreement = agreement_table(items)
     used = {
-        "chance": [CROWD, *experts],
-        "worker_worker": [CROWD],
-        "expert_worker": [CROWD, *experts],
+        "chance": [LIVE_RATER_GROUP, *experts],
+        "worker_worker": [LIVE_RATER_GROUP],
+        "expert_worker": [LIVE_RATER_GROUP, *experts],
         "expert_expert": experts,
     }
     for key, names in used.items():
@@ -473,9 +471,9 @@ def summarize(
         "workers": per_worker(scored, items),
         # The groups behind the figures that do not name their own.
         "figure_groups": {
-            "n_workers": [CROWD],
-            "gold_accuracy": [CROWD],
-            "position_bias": sorted({_group(r) for r in scored if r.get("shown") is not None}),
+            "n_workers": [LIVE_RATER_GROUP],
+            "gold_accuracy": [LIVE_RATER_GROUP],
+            "position_bias": sorted({rater_group(r) for r in scored if r.get("shown") is not None}),
             "workers": present,
         },
     }

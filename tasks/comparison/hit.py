@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TextIO
 
 from crowd.exceptions import InvalidAction, InvalidItem
-from tasks.base import HitType, ItemSpec, Simulator, StepResult, StudyOptions
+from tasks.base import HitType, ItemSpec, Simulator, StepResult, StudyOptions, rater_group
 from tasks.comparison import analysis, export, items, report, simulate
 
 THANKS = "Thank you! Your choice is saved."
@@ -199,7 +199,7 @@ class ComparisonHit(HitType):
         return {
             "response_id": row["response_id"],
             "worker": row["worker"],
-            "rater_group": row.get("rater_group") or analysis.CROWD,
+            "rater_group": rater_group(row),
             "item": row["item"],
             "kind": row["kind"],
             "category": row.get("category"),

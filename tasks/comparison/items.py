@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from crowd.exceptions import InvalidConfig, InvalidItem
 from models.reward.config import validate_study_settings
-from tasks.base import ItemSpec, StudyOptions
+from tasks.base import LIVE_RATER_GROUP, ItemSpec, StudyOptions
 
 MIN_K = 2
 MAX_K = 8
@@ -224,11 +224,11 @@ def validate_extra_config(config: dict[str, Any]) -> dict[str, Any]:
     if (
         not isinstance(groups, list)
         or not all(isinstance(g, str) and g.strip() for g in groups)
-        or "crowd" in groups
+        or LIVE_RATER_GROUP in groups
     ):
         raise InvalidConfig(
-            'must be a list of rater group names such as ["expert"] ("crowd" is the live '
-            "workers and cannot be an expert group)",
+            f'must be a list of rater group names such as ["expert"] ("{LIVE_RATER_GROUP}" is '
+            "the live workers and cannot be an expert group)",
             "expert_groups",
         )
     reward_model = validate_study_settings(config.pop("reward_model", None))

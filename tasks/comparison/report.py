@@ -11,12 +11,14 @@ from typing import Any
 # display; savefig then picks the Agg canvas for PNG on its own.
 from matplotlib.figure import Figure
 
+from tasks.base import rater_group
 from tasks.report_html import (
     RULE_HEADER,
     embed_figures,
     esc,
     exclusions_by_group,
     integer,
+    names,
     no_data,
     page,
     pct,
@@ -188,20 +190,16 @@ def _plot_position(full: Section, filtered: Section) -> Figure:
     return fig
 
 
-def _groups(entry: Section) -> str:
-    return ", ".join(str(group) for group in entry.get("rater_groups") or []) or "none"
-
-
 def _agreement_table(full: Section, filtered: Section) -> str:
     rows = []
     parts = (full.get("agreement") or {}, filtered.get("agreement") or {})
     chance = [part.get("chance") or {} for part in parts]
     rows.append(
-        ["Chance (1/K)", _groups(chance[0])]
+        ["Chance (1/K)", names(chance[0].get("rater_groups"))]
         + [cell for c in chance for cell in (pct(c.get("rate")), "", integer(c.get("n_items")), "")]
     )
     for key, label in AGREEMENT_ROWS:
-        cells = [label, _groups(parts[0].get(key) or {})]
+        cells = [label, names((parts[0].get(key) or {}).get("rater_groups"))]
         for part in parts:
             entry = part.get(key) or {}
             cells += [
@@ -248,7 +246,7 @@ def _win_table(part: Section, by_group: bool = False, table_id: str = "") -> str
     )
     rows = [
         [
-            _groups(e),
+            names(e.get("rater_groups")),
             f"{e['policy_a']} vs {e['policy_b']}",
             str(e["k"]),
             integer(e["n_items"]),
@@ -316,7 +314,7 @@ def _worker_table(part: Section) -> str:
     rows = [
         [
             w["worker"],
-            str(w.get("rater_group", "crowd")),
+            rater_group(w),
             integer(w["labels"]),
             f"{pct(w.get('worker_agreement'))} ({integer(w.get('worker_pairs'))})",
             f"{pct(w.get('expert_agreement'))} ({integer(w.get('expert_pairs'))})",
@@ -350,7 +348,7 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
     }
     images = embed_figures(figures, out_dir, PLOT_FILES)
 
-    caught = ", ".join(str(w) for w in attention.get("failed_workers") or []) or "none"
+    caught = names(attention.get("failed_workers"))
     quality = (
         f"<p>{esc(integer(attention.get('n_checks', 0)))} attention checks answered, "
         f"{esc(integer(attention.get('n_failed_checks', 0)))} failed; "
@@ -367,8 +365,8 @@ def render_report(data: dict[str, Any], out_dir: pathlib.Path, title: str) -> st
         + exclusions_by_group(data)
         + (table(RULE_HEADER, rule_rows(rules)) if rules else "")
     )
-    experts = ", ".join(str(g) for g in data.get("expert_groups") or []) or "none"
-    groups = ", ".join(str(g) for g in full.get("rater_groups") or []) or "none"
+    experts = names(data.get("expert_groups"))
+    groups = names(full.get("rater_groups"))
     body = [
         "<h2>Quality control</h2>",
         quality,

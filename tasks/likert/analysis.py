@@ -38,10 +38,10 @@ from scipy import stats
 
 from qc.attention import attention_summary
 from qc.filtering import full_and_filtered
+from tasks.base import rater_group
 
 Row = Mapping[str, Any]
 
-DEFAULT_RATER_GROUP = "crowd"
 NO_GROUP = "ungrouped"
 # Attention checks say what to answer and training items teach; neither rates the texts.
 SCORED_KINDS = frozenset({"real", "gold"})
@@ -106,7 +106,7 @@ def ratings_of(rows: Iterable[Row]) -> list[Rating]:
     for row in rows:
         if row["kind"] not in SCORED_KINDS:
             continue
-        group = row.get("rater_group") or DEFAULT_RATER_GROUP
+        group = rater_group(row)
         item_group = row.get("item_group") or NO_GROUP
         for attribute, value in (row["ratings"] or {}).items():
             if value is not None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TextIO, cast
 
 from crowd.exceptions import InvalidAction, InvalidConfig, InvalidItem
-from tasks.base import HitType, ItemSpec, Simulator, StepResult, StudyOptions
+from tasks.base import HitType, ItemSpec, Simulator, StepResult, StudyOptions, rater_group
 from tasks.likert import analysis, report, simulate
 from tasks.likert.config import check_item_fits, validate_item_record, validate_study_config
 
@@ -317,7 +317,7 @@ class LikertHit(HitType):
         return {
             "response_id": row["response_id"],
             "worker": row["worker"],
-            "rater_group": row.get("rater_group") or analysis.DEFAULT_RATER_GROUP,
+            "rater_group": rater_group(row),
             "item": row["item"],
             "item_group": meta.get("group"),
             "kind": row["kind"],

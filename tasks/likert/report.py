@@ -19,6 +19,7 @@ from tasks.report_html import (
     esc,
     exclusions_by_group,
     integer,
+    names,
     no_data,
     page,
     pct,
@@ -293,7 +294,7 @@ def _counts_html(part: Section) -> str:
         f"missing) in {integer(counts.get('n_responses', 0))} responses by "
         f"{integer(counts.get('n_raters', 0))} raters on "
         f"{integer(counts.get('n_items', 0))} items, of the rater groups "
-        f"{esc(', '.join(part.get('rater_groups') or []) or 'none')}; "
+        f"{esc(names(part.get('rater_groups')))}; "
         "every table below gives each rater group on its own rows.</p>"
     )
     rows = [
@@ -306,7 +307,7 @@ def _counts_html(part: Section) -> str:
 def _filters_html(data: Section) -> str:
     attention = data.get("attention") or {}
     excluded = data.get("excluded") or {}
-    failed = ", ".join(str(w) for w in attention.get("failed_workers") or []) or "none"
+    failed = names(attention.get("failed_workers"))
     parts = [
         f"<p>{esc(integer(attention.get('n_checks', 0)))} attention checks answered, "
         f"{esc(integer(attention.get('n_failed_checks', 0)))} failed; "

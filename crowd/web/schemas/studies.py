@@ -16,6 +16,7 @@ from crowd.studies.annotations import MAX_GROUP
 from crowd.studies.lifecycle import MAX_ITEMS_PER_IMPORT
 from crowd.web.contract import Body, Reply
 from tasks import load_builtin
+from tasks.base import LIVE_RATER_GROUP
 
 Id = Annotated[int, Field(ge=0, le=MAX_ID)]
 Count = Annotated[int, Field(ge=0, le=2**63 - 1)]
@@ -142,7 +143,7 @@ class AnnotationsQuery(Body):
         default="jsonl", description="the layout of the body (roft: boundary studies only)"
     )
     rater_group: str = Field(
-        default="crowd", min_length=1, max_length=MAX_GROUP,
+        default=LIVE_RATER_GROUP, min_length=1, max_length=MAX_GROUP,
         description="the group of records that name none (e.g. experts, mturk)",
     )  # fmt: skip
     skip_duplicates: bool = Field(
