@@ -11,10 +11,15 @@ from crowd.cli.common import handle_errors, open_database
 from crowd.exceptions import PaymentUnknown
 
 
-def platform_group(name: str, label: str, task_word: str) -> click.Group:
-    """The same commands for every crowd platform: one group per provider."""
+def platform_group(name: str, label: str, task_word: str, note: str = "") -> click.Group:
+    """The same commands for every crowd platform: one group per provider; `note` is what
+    the group's help adds about the platform."""
 
-    @click.group(name=name, help=f"{label}: balance, sync, expire or extend {task_word}s.")
+    plural = f"{task_word[:-1]}ies" if task_word.endswith("y") else f"{task_word}s"
+
+    @click.group(
+        name=name, help=f"{label}: balance, sync, expire or extend {plural}.\n\n{note}".strip()
+    )
     def group() -> None:
         pass
 
@@ -145,4 +150,13 @@ def _state(row: dict[str, Any]) -> str:
 
 
 mturk = platform_group("mturk", "Amazon Mechanical Turk", "HIT")
-prolific = platform_group("prolific", "Prolific", "study")
+prolific = platform_group(
+    "prolific",
+    "Prolific",
+    "study",
+    "A block (crowd review block) puts the participant in your group of blocked participants "
+    "of each Prolific workspace you publish in, which every study published there since the "
+    "group was made excludes. Studies published before it existed (before your first study "
+    "in that workspace with this version) do not exclude it, and cannot be made to: Prolific "
+    "lets a published study change only its internal name, places and submissions config.",
+)

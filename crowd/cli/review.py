@@ -139,8 +139,8 @@ for _action, _needs, _help in (
         "block",
         True,
         "Block the workers from every study of yours (on their platform too: MTurk's block; "
-        "on Prolific your group of blocked participants, which every Prolific study you "
-        "publish excludes).",
+        "on Prolific your groups of blocked participants, one per workspace, which every "
+        "Prolific study you publish excludes; see `crowd prolific --help` for older ones).",
     ),
     ("unblock", False, "Undo a block."),
     ("note", True, "Add a note to the workers' audit trail."),

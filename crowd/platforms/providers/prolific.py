@@ -6,8 +6,10 @@ was entered with is the one we issued. A block puts the participant in the exper
 participant groups of blocked participants, one per workspace they publish in (a group
 belongs to a workspace, as a study does), which every study we publish for them excludes
 (a participant_group_blocklist filter), so they cannot take part in any study published with
-it. notify sends Prolific messages (one bulk message for several participants of a
-study). The calls are in
+it. Studies published before the group existed (before this version, or before the
+experimenter's first study in that workspace) keep no such filter: Prolific lets a published
+study change only its internal name, places and submissions config. notify sends Prolific
+messages (one bulk message for several participants of a study). The calls are in
 prolific_api.py and prolific_participants.py, what Prolific accepts (ids, amounts, the study
 URL, completion codes) in prolific_checks.py.
 """

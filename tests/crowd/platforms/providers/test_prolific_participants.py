@@ -14,6 +14,7 @@ from tests.crowd.platforms.providers.prolific_server import ProlificServer
 from tests.crowd.platforms.providers.prolific_support import (
     STUDY_CODE,
     TASK_URL,
+    create,
     done,
     publish,
 )
@@ -286,3 +287,19 @@ def test_a_project_names_its_workspace_and_a_study_excludes_only_groups_of_its_o
         study(NOBODY, home_group)
     assert error.value.detail == {"project": [f"Project {NOBODY} not found."]}
 
+
+def test_only_a_draft_study_can_be_given_a_group_to_exclude(
+    server: ProlificServer, client: ProlificClient
+) -> None:
+    """Why the studies published before the experimenter's group existed never exclude it:
+    Prolific lets a published study change only its internal name, places and submissions
+    config."""
+    group = client.create_group("blocked", server.workspace_id)["id"]
+    filters = {"filters": prolific.excluding_group(None, group)}
+    draft = str(create(client)["id"])
+    client._call("PATCH", f"/studies/{draft}/", json=filters, retry=False)
+    assert server.studies[draft].fields["filters"] == filters["filters"]
+    published = publish(client)
+    with pytest.raises(ProlificError, match="Cannot be changed once the study is ACTIVE"):
+        client._call("PATCH", f"/studies/{published}/", json=filters, retry=False)
+    assert "filters" not in server.studies[published].fields

@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from flask.testing import FlaskClient
 from sqlalchemy import column, select, table, text
 
+from crowd.cli import main
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from crowd.storage import Database, PlatformAccount, Publication, utcnow
@@ -170,6 +172,14 @@ def test_a_block_reaches_the_group_of_every_workspace_the_experimenter_publishes
     assert [list(group.members) for group in by_workspace.values()] == [[participant]] * 2
     with pytest.raises(PermissionError):
         prolific.start_submission(second, participant)
+
+
+def test_the_help_says_which_studies_a_block_cannot_reach() -> None:
+    shown = CliRunner().invoke(main, ["prolific", "--help"], terminal_width=200)
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())
+    assert "Studies published before it existed" in text
+    assert "Prolific lets a published study change only its internal name" in text
 
 
 def test_a_group_kept_before_workspaces_were_kept_apart_is_its_workspaces(
