@@ -199,7 +199,7 @@ def publish(
     MTurk checks the account's balance against rewards plus MTurk's fee first.
     """  # fmt: skip
     from crowd.platforms.providers import PROVIDERS
-    from crowd.platforms.publishing import publish, set_up_accounts
+    from crowd.platforms.publishing import publish, set_up_accounts, start_publishing
     from crowd.studies.lifecycle import get_study
 
     options = platform_options(providers, reward, sandbox, raw_options, options_file)
@@ -209,6 +209,9 @@ def publish(
     # Committed first (Prolific: the group of blocked workers), so that a publish that
     # fails and its retry use the same one rather than make another.
     kept = set_up_accounts(db, settings, owner, providers, options)
+    # So is the note that a publish begins: a retry of one that failed after the platform
+    # made its tasks looks for them, a first try does not.
+    start_publishing(db, study_id, providers)
     with db.session() as session:
         found = get_study(session, study_id)
         links = publish(session, settings, found, providers, options, kept)

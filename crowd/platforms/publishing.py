@@ -17,7 +17,9 @@ from crowd.platforms.providers import PROVIDERS
 from crowd.platforms.providers.base import StudyRef
 from crowd.settings import Settings
 from crowd.storage import (
+    AuditEntry,
     Database,
+    Experimenter,
     Item,
     ItemKind,
     Publication,
@@ -28,6 +30,9 @@ from crowd.storage import (
     utcnow,
 )
 from tasks import get_hit_type
+
+# What marks in a study's audit log that a publish to a platform began (start_publishing).
+PUBLISH_STARTED = "publish_started"
 
 
 def work_slots(session: Session, study: Study) -> int:
@@ -50,6 +55,7 @@ def study_ref(session: Session, study: Study) -> StudyRef:
         config=study.config,
         work_slots=work_slots(session, study),
         title=hit.title,
+        created_at=study.created_at,
     )
 
 
@@ -106,6 +112,49 @@ def set_up_accounts(
     }
 
 
+def publication_token(session: Session, study_id: int, provider: str) -> str:
+    """The request token of the study's next publication to `provider`: the same for the
+    same (study, provider, n-th publication), so a publish retried after a lost answer or a
+    failed commit finds what the first try created."""
+    earlier = session.scalar(
+        select(func.count(Publication.id)).where(
+            Publication.study_id == study_id, Publication.provider == provider
+        )
+    )
+    return f"crowd-{study_id}-{provider}-{(earlier or 0) + 1}"
+
+
+def start_publishing(db: Database, study_id: int, providers: Sequence[str]) -> None:
+    """Note in the study's audit log that a publish to each platform begins, committed
+    before the publish's own transaction (call it outside any): a publish that fails after
+    the platform made something (MTurk's HITs) but before our commit leaves its note and no
+    publication, so its retry looks for what it made, and a first try does not."""
+    with db.session() as session:
+        study = session.get(Study, study_id)
+        if study is None:
+            raise NotFound(f"study {study_id} does not exist")
+        owner = session.get(Experimenter, study.experimenter_id)
+        actor = f"experimenter:{owner.name}" if owner else "system"
+        for name in sorted(set(providers)):
+            if not PROVIDERS.get(name).remote:
+                continue
+            token = publication_token(session, study_id, name)
+            details = {"provider": name, "token": token}
+            session.add(
+                AuditEntry(actor=actor, action=PUBLISH_STARTED, study_id=study_id, details=details)
+            )
+
+
+def _tries(session: Session, study_id: int, token: str) -> int:
+    """How many publishes with `token` began (start_publishing noted them)."""
+    notes = session.scalars(
+        select(AuditEntry.details).where(
+            AuditEntry.study_id == study_id, AuditEntry.action == PUBLISH_STARTED
+        )
+    ).all()
+    return sum(1 for details in notes if (details or {}).get("token") == token)
+
+
 def publish(
     session: Session,
     settings: Settings,
@@ -117,7 +166,9 @@ def publish(
     """Open the study to each provider's workers; returns the links per provider.
 
     For a platform, the options are checked before anything is sent, a Publication with
-    the platform's ids is kept, and a retried publish sends the same request tokens.
+    the platform's ids is kept, and a retried publish sends the same request tokens. Call
+    start_publishing() first, outside this transaction: a first try then looks for nothing
+    the platform may have made before it.
     `accounts` is what set_up_accounts() gave, for the providers that keep an account.
     """
     checked = _checked(providers, options)
@@ -133,18 +184,18 @@ def publish(
         if not provider.remote:
             links[name] = provider.publish(settings, ref, settings.base_url, {}, "").urls
             continue
-        earlier = session.scalar(
-            select(func.count(Publication.id)).where(
-                Publication.study_id == study.id, Publication.provider == name
-            )
-        )
-        # The same token for the same (study, provider, n-th publication): a publish retried
-        # after a lost answer or a failed commit finds what the first try created.
-        token = f"crowd-{study.id}-{name}-{(earlier or 0) + 1}"
+        token = publication_token(session, study.id, name)
+        # This try's note alone: the first. More: an earlier try may have made tasks on the
+        # platform. None (start_publishing was not called): that cannot be told, so it may.
+        retried = _tries(session, study.id, token) != 1
         # E.g. Prolific's group of the experimenter's blocked workers, which the study excludes.
         kept = accounts.get(name, {})
         made = provider.publish(
-            settings, replace(ref, account=kept), settings.base_url, checked[name], token
+            settings,
+            replace(ref, account=kept, retried=retried),
+            settings.base_url,
+            checked[name],
+            token,
         )
         publication = Publication(
             study_id=study.id, provider=name, options=checked[name], remote=made.remote

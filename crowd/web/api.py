@@ -203,6 +203,9 @@ def publish(study_id: int, body: Publish) -> Any:
     # Committed first (Prolific: the group of blocked workers), so that a publish that
     # fails and its retry use the same one rather than make another.
     kept = platforms.set_up_accounts(db, settings, owner, body.providers, body.options)
+    # So is the note that a publish begins: a retry of one that failed after the platform
+    # made its tasks looks for them, a first try does not.
+    platforms.start_publishing(db, study_id, body.providers)
     with db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
         links = platforms.publish(session, settings, study, body.providers, body.options, kept)

@@ -36,6 +36,12 @@ class StudyRef:
     # Answers the study still needs: real items times annotations per item.
     work_slots: int = 0
     title: str = ""
+    # When the study was made: with its id, what tells it apart from another database's
+    # study of the same id on one platform account (MTurk: its HITs' request tokens).
+    created_at: datetime | None = None
+    # Whether an earlier try of this publication may have made tasks on the platform (it
+    # began, and none was recorded): the provider then looks for them before making more.
+    retried: bool = False
     # What we keep of the experimenter's account in the platform's workspace published to
     # (Prolific: the participant group of the workers they blocked), set up by
     # Provider.prepare_account.

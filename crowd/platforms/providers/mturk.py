@@ -9,6 +9,8 @@ keep working.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 import re
 from collections.abc import Mapping, MutableMapping, Sequence
@@ -39,6 +41,8 @@ WORKER_SITES = {True: "https://workersandbox.mturk.com", False: "https://worker.
 # Below 10 assignments per HIT MTurk's fee is 20% instead of 40%.
 DEFAULT_MAX_ASSIGNMENTS = 9
 ID = re.compile(r"^[A-Z0-9]{1,64}$")
+# Hex digits of the salt in our HITs' request tokens (40 bits).
+SALT_LENGTH = 10
 # The bonus ledger's note that a try stopped before sending anything.
 NOT_SENT = "not_sent"
 
@@ -78,6 +82,14 @@ DEFAULTS: dict[str, Any] = {
     "qualifications": [],
     "block_qualification_id": None,
 }
+
+
+def _salt(secret_key: str, study: StudyRef) -> str:
+    """What tells this database's study apart from another's with the same id: a short keyed
+    hash of its id and the time it was made (studies of a reset database reuse ids)."""
+    made = study.created_at.astimezone(UTC).isoformat() if study.created_at else ""
+    message = f"{study.id}|{made}".encode()
+    return hmac.new(secret_key.encode(), message, hashlib.sha256).hexdigest()[:SALT_LENGTH]
 
 
 def _whole(value: Any, name: str, low: int, high: int) -> int:
@@ -170,25 +182,35 @@ class MTurkProvider(Provider):
             qualification_requirements=self._requirements(options),
         )
         expires = datetime.now(UTC) + timedelta(seconds=options["lifetime_s"])
-        # One token per HIT, derived from the publication's: a publish that failed after
-        # CreateHIT (before our commit) is retried with the same tokens. Its HITs carry the
-        # token as their annotation, so they are found and adopted, not made again, even
-        # after MTurk has forgotten the token (24 hours).
-        hit_tokens = [f"{token}-{index}" for index in range(hits)]
+        # One token per HIT, derived from the publication's and salted with what only this
+        # database's study has: a publish that failed after CreateHIT (before our commit) is
+        # retried with the same tokens, while another deployment on the same account (a
+        # staging copy, a reset demo, tests on the sandbox) never shares them. The HITs carry
+        # the token as their annotation, so a retry finds and adopts them rather than making
+        # them again, even after MTurk has forgotten the token (24 hours).
+        salt = _salt(settings.secret_key, study)
+        hit_tokens = [f"{token}-{salt}-{index}" for index in range(hits)]
         for hit_token in hit_tokens:
             mturk_checks.check_token(hit_token)
-        orphans = mturk_api.find_hits(client, hit_type_id, hit_tokens)
+        # Listing the account's HITs only where an earlier try may have made some.
+        orphans = mturk_api.find_hits(client, hit_type_id, hit_tokens, url) if study.retried else {}
         tasks = []
         for hit_token in hit_tokens:
-            hit_id = orphans.get(hit_token) or mturk_api.create_hit(
-                client,
-                hit_type_id,
-                question,
-                lifetime_s=options["lifetime_s"],
-                max_assignments=assignments,
-                unique_request_token=hit_token,
-            )
-            tasks.append(RemoteTaskSpec(remote_id=hit_id, places=assignments, expires_at=expires))
+            orphan = orphans.get(hit_token)
+            if orphan is not None:
+                hit_id, ends = str(orphan["HITId"]), orphan["Expiration"]
+            else:
+                ends = expires
+                hit_id = mturk_api.create_hit(
+                    client,
+                    hit_type_id,
+                    question,
+                    lifetime_s=options["lifetime_s"],
+                    max_assignments=assignments,
+                    unique_request_token=hit_token,
+                )
+            tasks.append(RemoteTaskSpec(remote_id=hit_id, places=assignments, expires_at=ends))
+        adopted = [str(hit["HITId"]) for hit in orphans.values()]
         site = WORKER_SITES[bool(options["sandbox"])]
         return Publication(
             provider=self.name,
@@ -198,7 +220,7 @@ class MTurkProvider(Provider):
                 "sandbox": options["sandbox"],
                 "cost": str(needed),
                 "balance_before": str(balance),
-                **({"adopted_hits": sorted(orphans.values())} if orphans else {}),
+                **({"adopted_hits": sorted(adopted)} if adopted else {}),
             },
             tasks=tuple(tasks),
         )

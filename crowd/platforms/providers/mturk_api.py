@@ -38,6 +38,7 @@ from crowd.platforms.providers.mturk_checks import (
     check_text,
     check_token,
     check_worker_id,
+    external_url,
     format_reward,
 )
 
@@ -60,6 +61,8 @@ CREDENTIALS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token"
 ALREADY_DONE = re.compile(
     r"already been processed|already been used|already exists|is a duplicate", re.IGNORECASE
 )
+# What a HIT's request token gets when MTurk keeps the token for a HIT we may not adopt.
+RETOKEN = "-r"
 # HIT ids are 30 characters; at least 20 keeps the millisecond stamp MTurk appends out.
 HIT_ID_IN_MESSAGE = re.compile(r"\b[A-Z0-9]{20,64}\b")
 
@@ -166,7 +169,12 @@ def create_hit(
     unique_request_token: str,
     annotation: str | None = None,
 ) -> str:
-    """CreateHITWithHITType; a retry with the same token answers the HIT made the first time."""
+    """CreateHITWithHITType; a retry with the same token answers the HIT made the first time.
+
+    That HIT is adopted only while it takes workers and shows this Question's page (see
+    find_hits); otherwise a HIT is made under a token derived from this one, with the same
+    annotation, so that later retries find it.
+    """
     check_entity_id(hit_type_id, "hit_type_id")
     token = check_token(unique_request_token)
     # The annotation (private to us) lets us find the HIT again if MTurk's duplicate answer
@@ -194,39 +202,74 @@ def create_hit(
     except ClientError as error:
         if not _already_done(error):
             raise
-        return _existing_hit(client, error, hit_type_id, token, annotation)
+        existing = _existing_hit(client, error, hit_type_id, question_xml, token, annotation)
+        if existing is not None:
+            return existing
+        # MTurk keeps the token for 24 hours for a HIT that is not ours to adopt.
+        return create_hit(
+            client, hit_type_id, question_xml, lifetime_s, max_assignments,
+            f"{token}{RETOKEN}", annotation,
+        )  # fmt: skip
     return str(response["HIT"]["HITId"])
 
 
-def find_hits(client: MTurkClient, hit_type_id: str, annotations: Iterable[str]) -> dict[str, str]:
-    """HITs of the HIT type that carry one of `annotations` (our per-HIT request tokens), by
-    annotation: one pass of ListHITs over every HIT of the account.
+# The states of a HIT workers can still take (MTurk: Assignable, then Unassignable once
+# every assignment is taken; Reviewable once all are submitted or the HIT has expired).
+LIVE_HIT_STATES = ("Assignable", "Unassignable")
+
+
+def find_hits(
+    client: MTurkClient, hit_type_id: str, annotations: Iterable[str], page_url: str
+) -> dict[str, dict[str, Any]]:
+    """Live HITs of the HIT type that carry one of `annotations` (our per-HIT request
+    tokens) and show `page_url`, by annotation: ListHITs over the account's HITs, until each
+    is found. Ask only where an earlier try may have made them: the account may hold many.
 
     MTurk forgets a UniqueRequestToken after 24 hours, and a call with it then makes a second
     HIT; the annotation stays on the HIT, so a publish that failed before we recorded its HITs
-    is found again by it, however late it is retried.
+    is found again by it, however late it is retried. A HIT that no longer takes workers, or
+    whose page is not ours (another deployment on the same account), is not ours to adopt.
     """
     wanted = set(annotations)
-    found: dict[str, str] = {}
+    found: dict[str, dict[str, Any]] = {}
     for page in client.get_paginator("list_hits").paginate(
         PaginationConfig={"PageSize": PAGE_SIZE}
     ):
         for hit in page.get("HITs", []):
             annotation = hit.get("RequesterAnnotation")
-            if annotation in wanted and hit.get("HITTypeId") == hit_type_id:
-                found.setdefault(str(annotation), str(hit["HITId"]))
+            if (
+                annotation in wanted
+                and annotation not in found
+                and _adoptable(hit, hit_type_id, page_url)
+            ):
+                found[str(annotation)] = hit
+        if len(found) == len(wanted):
+            break
     return found
 
 
+def _adoptable(hit: dict[str, Any], hit_type_id: str, page_url: str) -> bool:
+    """Whether a HIT of ours (by its annotation) may be adopted: of the HIT type, showing
+    `page_url`, and still taking workers."""
+    expires = hit.get("Expiration")
+    return (
+        hit.get("HITTypeId") == hit_type_id
+        and external_url(str(hit.get("Question", ""))) == page_url
+        and hit.get("HITStatus") in LIVE_HIT_STATES
+        and isinstance(expires, datetime)
+        and expires > datetime.now(UTC)
+    )
+
+
 def _existing_hit(
-    client: MTurkClient, error: Exception, hit_type_id: str, token: str, annotation: str
-) -> str:
-    """The HIT that an earlier call with `token` created (MTurk refused to make a second)."""
+    client: MTurkClient, error: Exception, hit_type_id: str, question_xml: str, token: str,
+    annotation: str,
+) -> str | None:  # fmt: skip
+    """The HIT an earlier call with `token` created (MTurk refused to make a second), if it
+    may be adopted; None if not."""
     from botocore.exceptions import ClientError
 
-    def ours(hit: dict[str, Any]) -> bool:
-        return hit.get("HITTypeId") == hit_type_id and hit.get("RequesterAnnotation") == annotation
-
+    page_url = external_url(question_xml) or ""
     # MTurk documents that the message names the HIT; the token may look like an id too.
     message = str(getattr(error, "response", {}).get("Error", {}).get("Message", ""))
     for candidate in HIT_ID_IN_MESSAGE.findall(message.replace(token, " ")):
@@ -234,16 +277,11 @@ def _existing_hit(
             hit = client.get_hit(HITId=candidate)["HIT"]
         except ClientError:
             continue  # not a HIT id after all
-        if ours(hit):
+        if hit.get("RequesterAnnotation") == annotation and _adoptable(hit, hit_type_id, page_url):
             return str(hit["HITId"])
-    found = find_hits(client, hit_type_id, [annotation])
-    if annotation in found:
-        return found[annotation]
-    raise InvalidAction(
-        f"MTurk says a HIT was already created with token {token!r} but none of our HITs "
-        "carries it: find it on the requester site, or publish again with a new token",
-        "unique_request_token",
-    )
+    # Not named, or not adoptable: a retry under a derived token may have made one since.
+    found = find_hits(client, hit_type_id, [annotation], page_url)
+    return str(found[annotation]["HITId"]) if annotation in found else None
 
 
 def approve(

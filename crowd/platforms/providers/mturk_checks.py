@@ -318,6 +318,20 @@ def check_token(value: str) -> str:
 
 
 
+def external_url(question_xml: str) -> str | None:
+    """The ExternalURL of a HIT's Question (None when it is no ExternalQuestion)."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.fromstring(question_xml)
+    except ET.ParseError:
+        return None
+    if root.tag != f"{{{EXTERNAL_QUESTION_NS}}}ExternalQuestion":
+        return None
+    url = root.findtext(f"{{{EXTERNAL_QUESTION_NS}}}ExternalURL")
+    return url.strip() if url is not None else None
+
+
 def answer_fields(answer_xml: str) -> dict[str, str]:
     """The fields of MTurk's Answer XML (QuestionFormAnswers): identifier -> free text."""
     import xml.etree.ElementTree as ET

@@ -193,6 +193,16 @@ class MTurkOperations:
     def _hit_view(self, hit: Hit) -> dict[str, Any]:
         hit_type = hit.hit_type
         done = [a for a in self.assignments.values() if a.hit_id == hit.id]
+        expires = self.expirations.get(hit.id, hit.created + hit.lifetime)
+        submitted = [a for a in done if a.status != "Accepted"]
+        # As MTurk documents: Assignable, Unassignable once every assignment is taken,
+        # Reviewable once all are submitted or the HIT has expired.
+        if len(submitted) >= hit.max_assignments or self.now() > expires:
+            status = "Reviewable"
+        elif len(done) >= hit.max_assignments:
+            status = "Unassignable"
+        else:
+            status = "Assignable"
         view: dict[str, Any] = {
             "HITId": hit.id,
             "HITTypeId": hit_type.id,
@@ -202,11 +212,11 @@ class MTurkOperations:
             "Description": hit_type.description,
             "Question": hit.question,
             "Keywords": hit_type.keywords,
-            "HITStatus": "Assignable" if len(done) < hit.max_assignments else "Reviewable",
+            "HITStatus": status,
             "MaxAssignments": hit.max_assignments,
             "Reward": str(hit_type.reward.quantize(Decimal("0.01"))),
             "AutoApprovalDelayInSeconds": hit_type.auto_approval_delay,
-            "Expiration": hit.created + hit.lifetime,
+            "Expiration": expires,
             "AssignmentDurationInSeconds": hit_type.duration,
             "QualificationRequirements": hit_type.qualifications,
             "HITReviewStatus": "NotReviewed",

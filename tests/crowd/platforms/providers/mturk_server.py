@@ -115,7 +115,7 @@ class MTurkServer(MTurkOperations, LocalServer):
                 held = (worker_id, requirement["QualificationTypeId"]) in self.qualifications
                 if requirement["Comparator"] == "DoesNotExist" and held:
                     raise PermissionError(f"worker {worker_id} may not accept HIT {hit_id}")
-            if time.time() > self.expirations.get(hit_id, hit.created + hit.lifetime):
+            if self.now() > self.expirations.get(hit_id, hit.created + hit.lifetime):
                 raise PermissionError(f"HIT {hit_id} has expired")
             taken = sum(1 for a in self.assignments.values() if a.hit_id == hit_id)
             if taken >= hit.max_assignments:

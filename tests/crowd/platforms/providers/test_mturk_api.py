@@ -6,6 +6,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -507,10 +508,17 @@ def test_a_hit_token_is_refused_for_24_hours_then_forgotten(
     server.pass_time(24 * 3600 + 1)
     made = client.create_hit(**fields)["HIT"]
     assert made["HITId"] != hit_id and len(server.hits) == 2
-    # Found again by its annotation, however late; the HIT of another type is not ours.
-    assert mturk.find_hits(client, hit_type, ["study-9-hit-0", "other"]) == {
+    # Found again by its annotation, however late; the HIT of another type is not ours,
+    # nor one that shows another page, nor one that no longer takes workers.
+    in_3_days = datetime.now(UTC) + timedelta(days=3)  # its hour had passed: kept open
+    client.update_expiration_for_hit(HITId=hit_id, ExpireAt=in_3_days)
+    found = mturk.find_hits(client, hit_type, ["study-9-hit-0", "other"], URL)
+    assert {annotation: hit["HITId"] for annotation, hit in found.items()} == {
         "study-9-hit-0": hit_id
     }
+    assert mturk.find_hits(client, hit_type, ["study-9-hit-0"], URL + "&other") == {}
+    client.update_expiration_for_hit(HITId=hit_id, ExpireAt=datetime(2020, 1, 1, tzinfo=UTC))
+    assert mturk.find_hits(client, hit_type, ["study-9-hit-0"], URL) == {}
 
 
 def test_notify_goes_out_in_batches_of_100(server: MTurkServer, client: Any) -> None:

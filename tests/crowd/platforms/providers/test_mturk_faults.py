@@ -6,6 +6,8 @@ says reaches the worker, and what the CLI says is what happened.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -18,6 +20,7 @@ from sqlalchemy import func, select
 from crowd.cli import main
 from crowd.platforms import actions as platform_actions
 from crowd.platforms import publishing
+from crowd.platforms.providers import PROVIDERS
 from crowd.platforms.providers.mturk_api import MAX_ATTEMPTS, make_client
 from crowd.queue.hooks import sweeps
 from crowd.queue.runner import run_worker
@@ -277,19 +280,27 @@ def test_a_second_sync_recovers_answers_lost_after_the_first(
         assert session.scalar(select(func.count(Response.id))) == 2
 
 
+class CommitFailed(Exception):
+    pass
+
+
+def publish_and_fail(db: Database, settings: Settings, study_id: int) -> None:
+    """A publish as the API makes it (its start noted first) whose commit fails after MTurk
+    made its HITs."""
+    publishing.start_publishing(db, study_id, ["mturk"])
+    with pytest.raises(CommitFailed), db.session() as session:
+        study = session.get(Study, study_id)
+        assert study is not None
+        publishing.publish(session, settings, study, ["mturk"], {"mturk": OPTIONS})
+        raise CommitFailed
+
+
 @pytest.mark.parametrize("later", [0, DAY + 60], ids=["same-day", "after-mturk-forgot"])
 def test_a_publish_that_failed_after_creating_hits_adopts_them(
     client: FlaskClient, auth: dict[str, str], study_id: int, mturk: MTurkServer, db: Database,
     settings: Settings, later: int,
 ) -> None:  # fmt: skip
-    class CommitFailed(Exception):
-        pass
-
-    with pytest.raises(CommitFailed), db.session() as session:
-        study = session.get(Study, study_id)
-        assert study is not None
-        publishing.publish(session, settings, study, ["mturk"], {"mturk": OPTIONS})
-        raise CommitFailed  # after MTurk made the HITs, before our commit
+    publish_and_fail(db, settings, study_id)
     orphans = set(mturk.hits)
     assert len(orphans) == 2
     with db.session() as session:
@@ -311,6 +322,7 @@ def test_a_publish_whose_answer_was_lost_is_adopted_on_the_next_try(
 ) -> None:  # fmt: skip
     # MTurk makes the first HIT, but no answer ever comes back: the publish fails.
     mturk.cut_next_responses("CreateHITWithHITType", MAX_ATTEMPTS + 1)
+    publishing.start_publishing(db, study_id, ["mturk"])
     with pytest.raises(ConnectionClosedError), db.session() as session:
         study = session.get(Study, study_id)
         assert study is not None
@@ -322,3 +334,77 @@ def test_a_publish_whose_answer_was_lost_is_adopted_on_the_next_try(
     assert len(mturk.hits) == 2
     with db.session() as session:
         assert sorted(session.scalars(select(RemoteTask.remote_id)).all()) == sorted(mturk.hits)
+
+
+def test_a_first_publish_lists_no_hits(
+    client: FlaskClient, auth: dict[str, str], study_id: int, mturk: MTurkServer, db: Database,
+) -> None:  # fmt: skip
+    for publication in (1, 2):
+        assert publish(client, auth, study_id).status_code == 200
+        assert len(mturk.hits) == 2 * publication
+    # Nothing to look for: no earlier try of either publication began. The account's other
+    # HITs (there may be thousands) are never listed.
+    assert mturk.calls_to("ListHITs") == 0
+    with db.session() as session:
+        started = session.scalars(
+            select(AuditEntry.details).where(AuditEntry.action == publishing.PUBLISH_STARTED)
+        ).all()
+    assert [note["token"] for note in started] == [
+        f"crowd-{study_id}-mturk-1", f"crowd-{study_id}-mturk-2",
+    ]  # fmt: skip
+
+
+def test_hits_another_database_made_for_its_study_of_the_same_id_are_not_adopted(
+    client: FlaskClient, auth: dict[str, str], study_id: int, mturk: MTurkServer, db: Database,
+    settings: Settings,
+) -> None:  # fmt: skip
+    # Another deployment on the same requester account (same secret key, a reset database)
+    # published its own study of this id, the first time, on the same page address.
+    provider = PROVIDERS.get("mturk")
+    with db.session() as session:
+        study = session.get(Study, study_id)
+        assert study is not None
+        theirs = replace(
+            publishing.study_ref(session, study), created_at=study.created_at - timedelta(days=3)
+        )
+    made = provider.publish(
+        settings, theirs, settings.base_url, provider.validate_options(OPTIONS),
+        f"crowd-{study_id}-mturk-1",
+    )  # fmt: skip
+    others = {task.remote_id for task in made.tasks}
+    # Our first try fails before it makes anything (the balance is short), so the retry
+    # looks for HITs of its own.
+    balance, mturk.balance = mturk.balance, Decimal("0.10")
+    assert publish(client, auth, study_id).status_code == 409
+    mturk.balance = balance
+    assert publish(client, auth, study_id).status_code == 200
+    assert mturk.calls_to("ListHITs") >= 1
+    with db.session() as session:
+        ours = set(session.scalars(select(RemoteTask.remote_id)).all())
+        assert "adopted_hits" not in session.scalars(select(Publication)).one().remote
+    assert len(ours) == 2 and not ours & others and set(mturk.hits) == ours | others
+
+
+@pytest.mark.parametrize("orphan", ["expired", "elsewhere"])
+def test_a_retry_adopts_only_live_hits_that_show_our_page(
+    client: FlaskClient, auth: dict[str, str], study_id: int, mturk: MTurkServer, db: Database,
+    settings: Settings, orphan: str,
+) -> None:  # fmt: skip
+    if orphan == "elsewhere":  # the first try ran where the site was served before
+        publish_and_fail(db, settings.with_changes(base_url="https://old.example.org"), study_id)
+    else:
+        publish_and_fail(db, settings, study_id)
+    first, second = list(mturk.hits)
+    if orphan == "expired":  # someone closed one on the requester site
+        client_ = make_client(True, endpoint_url=mturk.endpoint_url)
+        client_.update_expiration_for_hit(HITId=second, ExpireAt=datetime(2020, 1, 1, tzinfo=UTC))
+    assert publish(client, auth, study_id).status_code == 200
+    with db.session() as session:
+        ours = set(session.scalars(select(RemoteTask.remote_id)).all())
+    assert len(ours) == 2 and len(mturk.hits) == 4 - len(ours & {first, second})
+    if orphan == "expired":
+        assert ours & {first, second} == {first}
+    else:
+        assert not ours & {first, second}
+    for hit_id in ours:
+        assert mturk.hits[hit_id].url == f"{settings.base_url}/ext/mturk/{study_id}"
