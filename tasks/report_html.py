@@ -104,13 +104,16 @@ def style(max_width: str = "70rem", extra: str = "") -> str:
     return (
         "\nbody { font-family: system-ui, sans-serif; margin: 2rem; "
         f"max-width: {max_width}; color: #1b1f24; }}\n"
-        "table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }\n"
+        # A table wider than a phone scrolls by itself; the page keeps its width.
+        "table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; display: block; "
+        "max-width: 100%; overflow-x: auto; }\n"
         "th, td { border: 1px solid #d0d7de; padding: 0.25rem 0.6rem; text-align: right; }\n"
         "th:first-child, td:first-child { text-align: left; }\n"
         "thead th { background: #f6f8fa; }\n"
         f"{extra}"
         "figure { margin: 1rem 0; }\n"
         "img { max-width: 100%; }\n"
+        "@media (max-width: 40rem) { body { margin: 1rem; } }\n"
     )
 
 
@@ -119,6 +122,7 @@ def page(title: str, body: Sequence[str], css: str) -> str:
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{esc(title)}</title><style>{css}</style></head><body>",
         f"<h1>{esc(title)}</h1>",
         *body,
