@@ -10,7 +10,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from crowd.exceptions import AuthenticationError, ValidationError
 from crowd.security import api_key_matches, generate_api_key, split_api_key
-from crowd.storage import ApiKey, Experimenter, Role, User
+from crowd.storage import ApiKey, Experimenter, Role, User, utcnow
 
 
 def get_or_create_experimenter(session: Session, name: str) -> Experimenter:
@@ -32,6 +32,26 @@ def create_api_key(session: Session, name: str) -> str:
     session.add(ApiKey(experimenter_id=experimenter.id, prefix=key.prefix, key_hash=key.key_hash))
     session.flush()
     return key.token
+
+
+def api_keys(session: Session, experimenter: str | None = None) -> list[ApiKey]:
+    """Every API key (of `experimenter`, by name), oldest first; the secrets are not kept."""
+    query = select(ApiKey).join(ApiKey.experimenter).order_by(ApiKey.id)
+    if experimenter is not None:
+        query = query.where(Experimenter.name == experimenter.strip())
+    return list(session.scalars(query))
+
+
+def revoke_api_key(session: Session, key: str) -> ApiKey:
+    """Revoke the key whose prefix (what `crowd keys list` shows) or whole token is `key`;
+    revoking a revoked key changes nothing."""
+    prefix = split_api_key(key) if key.startswith("crowd_") else key.strip()
+    found = session.scalar(select(ApiKey).where(ApiKey.prefix == prefix))
+    if found is None:
+        raise ValidationError(f"no API key {prefix!r}: list them with `crowd keys list`", "key")
+    if found.revoked_at is None:
+        found.revoked_at = utcnow()
+    return found
 
 
 def authenticate(session: Session, token: str) -> Experimenter:

@@ -260,6 +260,36 @@ def platform_options(
     return options
 
 
+@study.command("list")
+@click.option("--experimenter", help="Only this experimenter's studies.")
+@handle_errors
+def list_studies(experimenter: str | None) -> None:
+    """List studies: id, status, HIT type, owner, items, name."""
+    from sqlalchemy import func, select
+
+    from crowd.storage import Experimenter, Item, Study
+
+    _settings, db = open_database()
+    with db.read_session() as session:
+        counts: dict[int, int] = {
+            study_id: count
+            for study_id, count in session.execute(
+                select(Item.study_id, func.count(Item.id)).group_by(Item.study_id)
+            )
+        }
+        query = select(Study, Experimenter.name).join(
+            Experimenter, Experimenter.id == Study.experimenter_id
+        ).order_by(Study.id)  # fmt: skip
+        if experimenter is not None:
+            query = query.where(Experimenter.name == experimenter.strip())
+        rows = session.execute(query).all()
+        for found, owner in rows:
+            click.echo(f"{found.id}\t{found.status}\t{found.hit_type}\t{owner}\t"
+                       f"{counts.get(found.id, 0)} items\t{found.name}")  # fmt: skip
+    if not rows:
+        click.echo("no studies: create one with `crowd study create --name NAME`")
+
+
 @study.command("status")
 @click.argument("study_id", type=int)
 @handle_errors

@@ -84,6 +84,38 @@ def create_key(name: str) -> None:
     click.echo(token)
 
 
+@keys.command("list")
+@click.option("--experimenter", help="Only this experimenter's keys.")
+@handle_errors
+def list_keys(experimenter: str | None) -> None:
+    """List API keys: prefix, experimenter, created, revoked (the secrets are never kept)."""
+    from crowd.accounts import api_keys
+
+    _settings, db = open_database()
+    with db.read_session() as session:
+        found = api_keys(session, experimenter)
+        for key in found:
+            revoked = f"revoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "active"
+            click.echo(f"{key.prefix}  {key.experimenter.name}  "
+                       f"created {key.created_at:%Y-%m-%d %H:%M}  {revoked}")  # fmt: skip
+    if not found:
+        click.echo("no API keys: create one with `crowd keys create NAME`")
+
+
+@keys.command("revoke")
+@click.argument("key")
+@handle_errors
+def revoke_key(key: str) -> None:
+    """Revoke API key KEY (its prefix from `crowd keys list`, or the whole key): requests
+    with it are refused from now on."""
+    from crowd.accounts import revoke_api_key
+
+    _settings, db = open_database()
+    with db.session() as session:
+        revoked = revoke_api_key(session, key)
+        click.echo(f"revoked {revoked.prefix} ({revoked.experimenter.name})")
+
+
 @click.command()
 @click.option("--workers", default=40, show_default=True,
               help="Simulated workers of the boundary study.")  # fmt: skip

@@ -90,3 +90,47 @@ def test_the_shipped_attention_checks_import_as_attention_checks(
     assert imported.exit_code == 0, imported.output
     status = json.loads(runner.invoke(main, ["study", "status", study_id]).output)
     assert status["items"] == {"attention": len(lines)}
+
+
+def test_keys_are_listed_without_their_secrets_and_revoked(
+    runner: CliRunner, app: Any
+) -> None:
+    alice = runner.invoke(main, ["keys", "create", "alice"]).output.strip()
+    bob = runner.invoke(main, ["keys", "create", "bob"]).output.strip()
+    client = app.test_client()
+    as_alice = {"Authorization": f"Bearer {alice}"}
+    assert client.get("/api/studies", headers=as_alice).status_code == 200
+
+    listed = runner.invoke(main, ["keys", "list"])
+    assert listed.exit_code == 0, listed.output
+    prefix = alice.split("_")[1]
+    assert f"{prefix}  alice" in listed.output and "bob" in listed.output
+    assert alice.split("_", 2)[2] not in listed.output  # the secret is never shown
+    only_bob = runner.invoke(main, ["keys", "list", "--experimenter", "bob"]).output
+    assert "alice" not in only_bob and bob.split("_")[1] in only_bob
+
+    revoked = runner.invoke(main, ["keys", "revoke", prefix])
+    assert revoked.exit_code == 0 and f"revoked {prefix} (alice)" in revoked.output
+    assert client.get("/api/studies", headers=as_alice).status_code == 401
+    assert client.get("/api/studies", headers={"Authorization": f"Bearer {bob}"}).status_code == 200
+    assert "revoked 20" in runner.invoke(main, ["keys", "list", "--experimenter", "alice"]).output
+    assert runner.invoke(main, ["keys", "revoke", bob]).exit_code == 0  # the whole key works too
+
+    unknown = runner.invoke(main, ["keys", "revoke", "0123456789ab"])
+    assert unknown.exit_code == 1 and "crowd keys list" in unknown.output
+
+
+def test_study_list_shows_each_study_with_its_owner(runner: CliRunner, tmp_path: Path) -> None:
+    assert "no studies" in runner.invoke(main, ["study", "list"]).output
+    for owner, name in (("alice", "first"), ("bob", "second")):
+        runner.invoke(main, ["keys", "create", owner])
+        made = runner.invoke(main, ["study", "create", "--name", name, "--experimenter", owner])
+        assert made.exit_code == 0, made.output
+    items = tmp_path / "items.jsonl"
+    items.write_text("\n".join(json.dumps(passage(f"p{i}", 2)) for i in range(3)))
+    runner.invoke(main, ["study", "import", "1", str(items)])
+    listed = runner.invoke(main, ["study", "list"]).output.splitlines()
+    assert listed == ["1\tdraft\tboundary\talice\t3 items\tfirst",
+                      "2\tdraft\tboundary\tbob\t0 items\tsecond"]  # fmt: skip
+    bobs = runner.invoke(main, ["study", "list", "--experimenter", "bob"]).output
+    assert bobs.splitlines() == ["2\tdraft\tboundary\tbob\t0 items\tsecond"]
