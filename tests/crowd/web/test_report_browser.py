@@ -1,4 +1,4 @@
-"""Report pages on a phone: a table wider than the screen scrolls within itself and the
+"""Pages on a phone: a table wider than the screen scrolls within itself and the
 page keeps the screen's width (at 390 px and on a desktop)."""
 
 from __future__ import annotations
@@ -34,5 +34,19 @@ def test_a_wide_table_scrolls_inside_a_page_that_fits_the_screen(
             " return [t.scrollWidth, t.clientWidth]; })()"
         )
         assert overflow[0] > overflow[1]  # the table itself scrolls
+    finally:
+        context.close()
+
+
+def test_the_dashboard_fits_a_phone(browser: Any, live_server: Any, api_key: str) -> None:
+    """The dashboard's table of studies (wider than 390 px) scrolls inside the page."""
+    context = browser.new_context(viewport={"width": 390, "height": 800})
+    try:
+        shown = context.new_page()
+        shown.goto(f"{live_server.url}/dashboard/login")
+        shown.fill("input[name=api_key]", api_key)
+        shown.click("button[type=submit]")
+        shown.wait_for_selector("table")
+        assert shown.evaluate("document.documentElement.scrollWidth") == 390
     finally:
         context.close()
