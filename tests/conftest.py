@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,13 @@ from crowd.storage import Database, Study
 from crowd.studies.lifecycle import create_study, import_items
 
 SECRET = "test-secret-key-that-is-long-enough-to-sign-tokens"
+
+
+def free_port() -> int:
+    """A local TCP port nothing listens on (bound, then let go)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

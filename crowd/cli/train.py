@@ -15,7 +15,6 @@ from models.reward.config import LABEL_SOURCES, RewardConfig
 
 _HELP = RewardConfig.help()
 _DEFAULTS = RewardConfig()
-FINAL_STATES = ("finished", "failed", "stopped", "canceled")
 
 
 def _help(name: str) -> str:
@@ -97,13 +96,11 @@ def reward(study_id: int, labels: str | None, extra: tuple[str, ...], detach: bo
 
 
 def _follow(settings: Any, connection: Any, job_id: str) -> None:
-    """Draw the job's progress; run the models queue here if no worker listens to it."""
-    from rq import SimpleWorker, Worker
+    """Draw the job's progress while it runs: on a worker that took it, or here when no
+    worker listens to the models queue (crowd.queue.runner.see_through)."""
+    from crowd.queue import MODELS, fetch_job
+    from crowd.queue.runner import FINAL_STATES, see_through
 
-    from crowd.queue import MODELS, SERIALIZER, fetch_job, job_queue
-    from crowd.queue.jobs import configure
-
-    queue = job_queue(MODELS, connection)
     job = fetch_job(job_id, connection)
     done = threading.Event()
 
@@ -130,11 +127,8 @@ def _follow(settings: Any, connection: Any, job_id: str) -> None:
     drawer = threading.Thread(target=draw, name="progress", daemon=True)
     drawer.start()
     try:
-        if not Worker.all(queue=queue):
-            configure(settings)
-            worker = SimpleWorker([queue], connection=connection, serializer=SERIALIZER)
-            worker.work(burst=True, logging_level="WARNING")
-        drawer.join()
+        see_through(settings, job, MODELS)
+        drawer.join(5)  # it draws the end within a poll
     finally:
         done.set()
     click.echo()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SECRET
+from tests.conftest import SECRET, free_port
 
 CROWD = str(Path(sys.executable).with_name("crowd"))
 
@@ -80,12 +80,6 @@ def run(args: list[str], env: dict[str, str], tmp_path: Path,
     return process, redis_pid
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])

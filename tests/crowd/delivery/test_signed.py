@@ -4,7 +4,6 @@ with backoff, giving up after 24 h, outcome hooks, jobs run twice, and a Redis o
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -40,6 +39,7 @@ from crowd.queue.jobs import configure
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from crowd.storage import AuditEntry, Database, Delivery, DeliveryStatus, utcnow
+from tests.conftest import free_port
 
 SECRET = "whsec_test-secret"
 
@@ -142,10 +142,6 @@ def make_due(db: Database, delivery_id: int, created_ago: timedelta | None = Non
             delivery.created_at = utcnow() - created_ago
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_a_delivery_arrives_as_signed_json(

@@ -5,7 +5,6 @@ answers. Every event is processed, once, and answers are stored at their usual p
 from __future__ import annotations
 
 import signal
-import socket
 import statistics
 import subprocess
 import time
@@ -30,7 +29,7 @@ from crowd.queue.embedded import EmbeddedRedis
 from crowd.queue.runner import pending_events
 from crowd.settings import Settings
 from crowd.storage import Database, OutboxEvent, Report, Response
-from tests.conftest import join, passage
+from tests.conftest import free_port, join, passage
 from tests.crowd.delivery.test_signed import Receiver
 from tests.crowd.delivery.test_webhooks import subscribe
 from tests.crowd.queue.workers import Workers
@@ -57,7 +56,7 @@ class Crowd:
     def answer_for_the_sweep(self, count: int) -> None:
         """Answers whose events only the workers' sweep enqueues (after its grace of a few
         seconds): the web's Redis is a closed port. Time to lock the outbox before they run."""
-        app = create_app(replace(self.settings, redis_url=f"redis://127.0.0.1:{closed_port()}"))
+        app = create_app(replace(self.settings, redis_url=f"redis://127.0.0.1:{free_port()}"))
         client = app.test_client()
         for _ in range(count):
             assert "feedback" in play(client, self.who, self.study_id, guess=2)
@@ -152,10 +151,6 @@ def outbox_locked(db: Database) -> Iterator[None]:
         yield
 
 
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def started_jobs(connection: redis.Redis) -> list[str]:

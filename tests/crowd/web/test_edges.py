@@ -21,6 +21,7 @@ from crowd.app import create_app
 from crowd.settings import Settings
 from crowd.storage import MAX_ID
 from crowd.web.bodies import MAX_DEPTH, MAX_INT
+from tests.conftest import free_port
 
 # A well-formed key: checking it needs the database.
 UNKNOWN_KEY = {"Authorization": "Bearer crowd_000000000000_nope"}
@@ -135,10 +136,6 @@ def silent() -> Iterator[Silent]:
     server.close()
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _assert_503(reply: Any, what: str) -> None:
@@ -153,7 +150,7 @@ def _assert_503(reply: Any, what: str) -> None:
 def test_a_database_that_is_down_gives_503_with_retry_after(
     settings: Settings, silent: Silent, frozen: bool
 ) -> None:
-    port = silent.port if frozen else _closed_port()
+    port = silent.port if frozen else free_port()
     broken = replace(settings, database_url=f"postgresql+psycopg://crowd@127.0.0.1:{port}/crowd")
     app = create_app(broken)
     started = time.monotonic()
@@ -171,7 +168,7 @@ def test_a_queue_that_is_down_gives_503_and_answers_still_count(
     silent: Silent, frozen: bool,
 ) -> None:  # fmt: skip
     study_id = make_study()
-    port = silent.port if frozen else _closed_port()
+    port = silent.port if frozen else free_port()
     app = create_app(replace(settings, redis_url=f"redis://127.0.0.1:{port}/0"))
     client = app.test_client()
     auth = {"Authorization": f"Bearer {api_key}"}

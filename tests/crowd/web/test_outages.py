@@ -21,6 +21,7 @@ from sqlalchemy.engine import make_url
 from crowd.demo import BackgroundServer
 from crowd.settings import Settings
 from crowd.storage import Database
+from tests.conftest import free_port
 
 pytestmark = pytest.mark.skipif(
     "postgresql" not in (__import__("os").environ.get("CROWD_TEST_DATABASE_URL") or ""),
@@ -34,9 +35,7 @@ class Proxy:
 
     def __init__(self, host: str, port: int) -> None:
         self.target = (host, port)
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = int(probe.getsockname()[1])
+        self.port = free_port()
         self.sockets: list[socket.socket] = []
         self.lock = threading.Lock()
         self.listener: socket.socket | None = None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import pytest
@@ -11,6 +10,7 @@ import requests
 from crowd.exceptions import ProlificError, ValidationError
 from crowd.platforms.providers import prolific_checks as prolific
 from crowd.platforms.providers.prolific_api import ProlificClient
+from tests.conftest import free_port
 from tests.crowd.platforms.providers.prolific_server import ProlificServer
 from tests.crowd.platforms.providers.prolific_support import (
     STUDY_CODE,
@@ -210,10 +210,8 @@ def test_reads_are_retried_after_server_errors_and_give_up(
 
 
 def test_no_server_is_a_prolific_error_without_a_status() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    client = ProlificClient(TOKEN, base_url=f"http://127.0.0.1:{port}", attempts=2, backoff_s=0)
+    nobody = f"http://127.0.0.1:{free_port()}"
+    client = ProlificClient(TOKEN, base_url=nobody, attempts=2, backoff_s=0)
     with pytest.raises(ProlificError, match="no answer") as error:
         client.pay_bonus(SUBMISSION)
     assert error.value.http_status is None
