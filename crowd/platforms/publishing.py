@@ -67,6 +67,8 @@ def open_study(session: Session, study: Study, providers: Iterable[str]) -> Stud
         raise ValidationError("name at least one provider to publish to", "providers")
     for name in names:
         PROVIDERS.get(name)  # raises with the list of known providers
+    if study.status == StudyStatus.COMPLETED:
+        raise StudyNotOpen(f"study {study.id} is closed: create a new study to collect more")
     n_items = session.scalar(
         select(func.count(Item.id)).where(
             Item.study_id == study.id, Item.kind.in_((ItemKind.REAL, ItemKind.GOLD))

@@ -511,7 +511,8 @@ def request_platform_syncs(connection: redis.Redis, db: Database) -> int:
         study_ids = session.scalars(
             select(Study.id)
             .join(Publication, Publication.study_id == Study.id)
-            .where(Study.status == StudyStatus.PUBLISHED)
+            # A paused study's platform workers may still hand in what they started.
+            .where(Study.status.in_((StudyStatus.PUBLISHED, StudyStatus.PAUSED)))
             .distinct()
         ).all()
     queued = 0

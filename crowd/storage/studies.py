@@ -40,6 +40,8 @@ class Study(Base):
     providers: Mapped[list[Any]] = mapped_column(default=list)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     published_at: Mapped[datetime | None] = mapped_column(default=None)
+    # Archived studies keep their data and leave the lists an experimenter works from.
+    archived_at: Mapped[datetime | None] = mapped_column(default=None)
 
     items: Mapped[list[Item]] = relationship(back_populates="study")
 

@@ -48,11 +48,58 @@ def create_study(
     return study
 
 
+def studies_of(session: Session, experimenter: Experimenter, archived: bool = False) -> list[Study]:
+    """An experimenter's studies, oldest first: the listed ones, or the archived ones."""
+    shown = Study.archived_at.is_not(None) if archived else Study.archived_at.is_(None)
+    return list(
+        session.scalars(
+            select(Study)
+            .where(Study.experimenter_id == experimenter.id, shown)
+            .order_by(Study.id)
+        )
+    )
+
+
 def get_study(session: Session, study_id: int, experimenter: Experimenter | None = None) -> Study:
     """A study by id; with `experimenter`, only one of theirs."""
     study = session.get(Study, study_id)
     if study is None or (experimenter is not None and study.experimenter_id != experimenter.id):
         raise NotFound(f"no study {study_id}: list yours with GET /api/studies")
+    return study
+
+
+# What each change of state needs the study to be in, and the state it leaves it in.
+CHANGES: dict[str, tuple[tuple[StudyStatus, ...], StudyStatus]] = {
+    "pause": ((StudyStatus.PUBLISHED,), StudyStatus.PAUSED),
+    "resume": ((StudyStatus.PAUSED,), StudyStatus.PUBLISHED),
+    "close": ((StudyStatus.DRAFT, StudyStatus.PUBLISHED, StudyStatus.PAUSED), StudyStatus.COMPLETED),
+}
+
+
+def change_status(session: Session, study: Study, change: str) -> Study:
+    """Pause (no new assignments; open ones may still be finished), resume, or close a study
+    (for good: no new work, no new items). Doing it twice is harmless."""
+    if change not in CHANGES:
+        raise ValidationError(f"one of {sorted(CHANGES)}", "action")
+    allowed, after = CHANGES[change]
+    if study.status == after:
+        return study
+    if study.status not in allowed:
+        raise StudyNotOpen(f"study {study.id} is {study.status}: it cannot {change}")
+    study.status = after
+    return study
+
+
+def archive(session: Session, study: Study, archived: bool = True) -> Study:
+    """Archive a study (closed first, so nothing is served from a study nobody watches) or
+    bring it back to the lists."""
+    if archived:
+        if study.status != StudyStatus.COMPLETED:
+            change_status(session, study, "close")
+        if study.archived_at is None:
+            study.archived_at = utcnow()
+    else:
+        study.archived_at = None
     return study
 
 

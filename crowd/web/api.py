@@ -48,6 +48,8 @@ from crowd.web.schemas.studies import (
     ReportBuilt,
     ReportQueued,
     Studies,
+    StudiesQuery,
+    StudyChange,
     StudyProgress,
     StudyReport,
     SyncReport,
@@ -95,6 +97,7 @@ def study_json(study: Study) -> dict[str, Any]:
         "status": str(study.status),
         "providers": study.providers,
         "created_at": study.created_at.isoformat(),
+        "archived_at": study.archived_at.isoformat() if study.archived_at else None,
     }
 
 
@@ -130,14 +133,26 @@ def create_study(body: NewStudy) -> Any:
 
 
 @bp.get("/studies")
-@operation("List your studies", responses={200: Studies}, auth=EXPERIMENTER, tags=STUDIES)
-def list_studies() -> Any:
+@operation("List your studies", query=StudiesQuery, responses={200: Studies},
+           auth=EXPERIMENTER, tags=STUDIES)  # fmt: skip
+def list_studies(query: StudiesQuery) -> Any:
     with platform().db.read_session() as session:
         experimenter = current_experimenter(session)
-        rows = session.scalars(
-            select(Study).where(Study.experimenter_id == experimenter.id).order_by(Study.id)
-        )
+        rows = studies.studies_of(session, experimenter, archived=query.archived)
         return {"studies": [study_json(study) for study in rows]}
+
+
+@bp.post("/studies/<int:study_id>/status")
+@operation("Pause, resume, close, archive or unarchive a study", body=StudyChange,
+           responses={200: StudyReply}, auth=EXPERIMENTER, errors=(409,), tags=STUDIES)  # fmt: skip
+def change_status(study_id: int, body: StudyChange) -> Any:
+    with platform().db.session() as session:
+        study = studies.get_study(session, study_id, current_experimenter(session))
+        if body.action in ("archive", "unarchive"):
+            studies.archive(session, study, archived=body.action == "archive")
+        else:
+            studies.change_status(session, study, body.action)
+        return study_json(study)
 
 
 @bp.get("/studies/<int:study_id>")

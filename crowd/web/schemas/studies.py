@@ -89,12 +89,28 @@ class Study(Reply):
     status: StudyStatus
     providers: list[str] = Field(description="the providers the study is published to")
     created_at: Time
+    archived_at: Time | None = Field(description="when it was archived; null while listed")
 
 
 class Studies(Reply):
     """Your studies, oldest first"""
 
     studies: list[Study]
+
+
+class StudiesQuery(Body):
+    """Which studies to list"""
+
+    archived: bool = Field(default=False, description="list the archived studies instead")
+
+
+class StudyChange(Body):
+    """A change of a study's state"""
+
+    action: Literal["pause", "resume", "close", "archive", "unarchive"] = Field(
+        description="pause: no new assignments (open ones can be finished); resume; close: "
+        "for good, no new work or items; archive: close and leave the lists; unarchive"
+    )
 
 
 class StudyCounts(Reply):
