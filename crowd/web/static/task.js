@@ -35,6 +35,8 @@
     const app = $("app");
     const studyId = app.dataset.study;
     const category = app.dataset.category || null;
+    // The experimenter's preview sends the same calls to a base that stores nothing.
+    const base = app.dataset.apiBase || "/api/work";
 
     function show(id) {
       for (const section of options.sections) {
@@ -64,11 +66,11 @@
       }
     }
     function next() {
-      return submit(() => call("POST", "/api/work/studies/" + studyId + "/next", { category: category }));
+      return submit(() => call("POST", base + "/studies/" + studyId + "/next", { category: category }));
     }
-    // POST to /api/work/assignments/<the view's assignment>/<action>.
+    // POST to <base>/assignments/<the view's assignment>/<action>.
     function post(view, action, body) {
-      return call("POST", "/api/work/assignments/" + view.assignment_id + "/" + action, body);
+      return call("POST", base + "/assignments/" + view.assignment_id + "/" + action, body);
     }
     // Hand the finished work back to the crowd platform: a form posted to MTurk's
     // externalSubmit, or a completion code for Prolific. Our server stored every answer
