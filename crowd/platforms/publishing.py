@@ -29,6 +29,7 @@ from crowd.storage import (
     StudyStatus,
     utcnow,
 )
+from crowd.studies.lifecycle import get_study
 from tasks import get_hit_type
 
 # What marks in a study's audit log that a publish to a platform began (start_publishing).
@@ -81,6 +82,19 @@ def open_study(session: Session, study: Study, providers: Iterable[str]) -> Stud
         study.status = StudyStatus.PUBLISHED
         study.published_at = utcnow()
     return study
+
+
+def estimate(
+    session: Session,
+    study: Study,
+    providers: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """What publishing to each provider would cost, with the options checked as publish()
+    checks them; nothing is sent or stored."""
+    checked = _checked(providers, options)
+    ref = study_ref(session, study)
+    return {name: PROVIDERS.get(name).estimate(ref, checked[name]) for name in sorted(checked)}
 
 
 def _checked(
@@ -145,6 +159,31 @@ def start_publishing(db: Database, study_id: int, providers: Sequence[str]) -> N
             session.add(
                 AuditEntry(actor=actor, action=PUBLISH_STARTED, study_id=study_id, details=details)
             )
+
+
+def publish_study(
+    db: Database,
+    settings: Settings,
+    study_id: int,
+    providers: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    experimenter_id: int | None = None,
+) -> dict[str, dict[str, str]]:
+    """Publish in the steps a retry needs (the API's and the dashboard's): the platform
+    accounts and the note that a publish begins are committed first, so that a publish that
+    fails and its retry use the same ones and look for what the first try made. With
+    `experimenter_id`, only a study of theirs."""
+
+    def owned(session: Session) -> Study:
+        owner = session.get(Experimenter, experimenter_id) if experimenter_id is not None else None
+        return get_study(session, study_id, owner)
+
+    with db.read_session() as session:
+        owner_id = owned(session).experimenter_id
+    kept = set_up_accounts(db, settings, owner_id, providers, options)
+    start_publishing(db, study_id, providers)
+    with db.session() as session:
+        return publish(session, settings, owned(session), providers, options, kept)
 
 
 def _tries(session: Session, study_id: int, token: str) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from typing import Any, cast
 
 from flask import Blueprint, Response, request
@@ -16,10 +15,10 @@ from crowd.quality import standing as quality
 from crowd.storage import Experimenter, Report, RewardRun, Role, Study
 from crowd.studies import lifecycle as studies
 from crowd.studies.annotations import import_file
-from crowd.studies.reports import export as export_rows
 from crowd.web.bodies import loads
 from crowd.web.common import current_experimenter
 from crowd.web.contract import EXPERIMENTER, Media, UnsupportedMedia, operation, read_body
+from crowd.web.results import export_download, refresh_report
 from crowd.web.schemas.review import (
     ActionOutcome,
     Aggregate,
@@ -62,13 +61,6 @@ bp = Blueprint("api", __name__, url_prefix="/api")
 
 STUDIES, ITEMS, PUBLISHING = ("studies",), ("items and annotations",), ("publishing",)
 RESULTS, QC, MODELS = ("exports and reports",), ("quality control",), ("reward models",)
-EXPORT_TYPES = {
-    "jsonl": "application/x-ndjson",
-    "csv": "text/csv",
-    "roft": "text/csv",
-    "pairwise": "application/x-ndjson",
-    "kway": "application/x-ndjson",
-}
 JSON_LINES = Media(
     types=("application/x-ndjson",),
     description="one item per line, each a JSON object in the HIT type's terms",
@@ -214,17 +206,12 @@ def publish(study_id: int, body: Publish) -> Any:
 
     settings, db = platform().settings, platform().db
     with db.read_session() as session:
-        owner = studies.get_study(session, study_id, current_experimenter(session)).experimenter_id
-    # Committed first (Prolific: the group of blocked workers), so that a publish that
-    # fails and its retry use the same one rather than make another.
-    kept = platforms.set_up_accounts(db, settings, owner, body.providers, body.options)
-    # So is the note that a publish begins: a retry of one that failed after the platform
-    # made its tasks looks for them, a first try does not.
-    platforms.start_publishing(db, study_id, body.providers)
-    with db.session() as session:
-        study = studies.get_study(session, study_id, current_experimenter(session))
-        links = platforms.publish(session, settings, study, body.providers, body.options, kept)
-        return {**study_json(study), "links": links}
+        experimenter_id = current_experimenter(session).id
+    links = platforms.publish_study(
+        db, settings, study_id, body.providers, body.options, experimenter_id
+    )
+    with db.read_session() as session:
+        return {**study_json(studies.get_study(session, study_id)), "links": links}
 
 
 @bp.get("/studies/<int:study_id>/publications")
@@ -259,17 +246,9 @@ def sync(study_id: int) -> Any:
 @operation("Export the study's responses", query=ExportQuery, responses={200: EXPORT},
            auth=EXPERIMENTER, tags=RESULTS)  # fmt: skip
 def export(study_id: int, query: ExportQuery) -> Any:
-    buffer = io.StringIO()
-    # Reads the QC standing the queue jobs keep current: a GET writes nothing.
     with platform().db.read_session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
-        export_rows(session, study, query.format, buffer, filtered=query.set == "filtered",
-                    refresh=False)  # fmt: skip
-    media = EXPORT_TYPES[query.format]
-    extension = "csv" if media == "text/csv" else "jsonl"
-    disposition = f"attachment; filename=study-{study_id}-{query.format}.{extension}"
-    return Response(buffer.getvalue(), mimetype=media,
-                    headers={"Content-Disposition": disposition})  # fmt: skip
+        return export_download(session, study, query.format, query.set == "filtered")
 
 
 def _report(study_id: int) -> Report:
@@ -302,18 +281,9 @@ def report_html(study_id: int) -> Any:
            auth=EXPERIMENTER, tags=RESULTS)  # fmt: skip
 def request_report(study_id: int) -> Any:
     """Refresh the report: on the queue when there is one, here and now otherwise."""
-    from crowd.studies.reports import build_report
-    from crowd.studies.reports import request_report as enqueue_report
-
     with platform().db.read_session() as session:
         studies.get_study(session, study_id, current_experimenter(session))
-    connection = platform().redis
-    if connection is not None:
-        job = enqueue_report(connection, study_id)
-        return {"queued": True, "job_id": job.id if job else None}, 202
-    with platform().db.session() as session:
-        report = build_report(session, platform().settings, study_id)
-        return {"queued": False, "updated_at": report.updated_at.isoformat()}, 201
+    return refresh_report(study_id)
 
 
 # -- quality control: workers, actions, audit, aggregated labels ----------------------------

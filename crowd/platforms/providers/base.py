@@ -159,6 +159,11 @@ class Provider(ABC):
             )
         return {}
 
+    def estimate(self, study: StudyRef, options: Mapping[str, Any]) -> dict[str, Any]:
+        """What publishing with these (validated) options would ask for and cost, before
+        anything is sent: {"cost": str or None, "currency": ..., "lines": [text, ...]}."""
+        return {"cost": None, "currency": None, "lines": ["free: no platform is paid"]}
+
     def publish(
         self,
         settings: Settings,

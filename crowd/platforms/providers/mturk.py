@@ -147,6 +147,32 @@ class MTurkProvider(Provider):
     def _client(self, settings: Settings, sandbox: bool) -> Any:
         return mturk_api.make_client(sandbox=sandbox, endpoint_url=settings.mturk_endpoint_url)
 
+    def _plan(self, study: StudyRef, options: Mapping[str, Any]) -> tuple[int, int]:
+        """Assignments per HIT and HITs: enough for every open place of the study's items."""
+        per_item = int(study.config.get("annotations_per_item", 1))
+        assignments = options["assignments_per_hit"] or max(
+            1, min(per_item, DEFAULT_MAX_ASSIGNMENTS)
+        )
+        per_hit = options["items_per_session"] * assignments
+        return assignments, options["hits"] or max(1, math.ceil(study.work_slots / per_hit))
+
+    def estimate(self, study: StudyRef, options: Mapping[str, Any]) -> dict[str, Any]:
+        assignments, hits = self._plan(study, options)
+        reward = Decimal(options["reward"])
+        total = mturk_checks.cost(reward, assignments, hits)
+        fee = mturk_checks.fee(reward, assignments)
+        where = "the sandbox (no money changes hands)" if options["sandbox"] else "MTurk"
+        return {
+            "cost": str(total),
+            "currency": "USD",
+            "lines": [
+                f"{hits} HIT(s) x {assignments} assignment(s), {options['items_per_session']} "
+                f"item(s) each, on {where}",
+                f"${reward} reward + ${fee} MTurk fee per assignment",
+                f"${total} in all (checked against the account's balance when publishing)",
+            ],
+        }
+
     def publish(
         self,
         settings: Settings,
@@ -155,12 +181,7 @@ class MTurkProvider(Provider):
         options: Mapping[str, Any],
         token: str,
     ) -> Publication:
-        per_item = int(study.config.get("annotations_per_item", 1))
-        assignments = options["assignments_per_hit"] or max(
-            1, min(per_item, DEFAULT_MAX_ASSIGNMENTS)
-        )
-        per_hit = options["items_per_session"] * assignments
-        hits = options["hits"] or max(1, math.ceil(study.work_slots / per_hit))
+        assignments, hits = self._plan(study, options)
         url = f"{base_url}/ext/mturk/{study.id}"
         # http is for a development endpoint only: MTurk itself frames https pages alone.
         question = mturk_checks.external_question(

@@ -89,7 +89,6 @@ def dollars(amount: Decimal | str | float | int, where: str) -> Decimal:
     return value
 
 
-
 def format_reward(amount: Decimal | str | float | int, where: str = "reward") -> str:
     """The dollar amount as MTurk's CurrencyAmount string with two decimals, e.g. '0.50'."""
     value = dollars(amount, where)
@@ -108,7 +107,6 @@ def format_reward(amount: Decimal | str | float | int, where: str = "reward") ->
             where,
         )
     return str(value.quantize(CENT))
-
 
 
 def external_question(url: str, frame_height: int = 0, allow_http: bool = False) -> str:
@@ -147,7 +145,6 @@ def external_question(url: str, frame_height: int = 0, allow_http: bool = False)
     )
 
 
-
 def check_entity_id(value: str, where: str) -> str:
     if not isinstance(value, str) or not ENTITY_ID.match(value):
         raise ValidationError(
@@ -158,7 +155,6 @@ def check_entity_id(value: str, where: str) -> str:
     return value
 
 
-
 def check_worker_id(value: str, where: str = "worker_id") -> str:
     if not isinstance(value, str) or not WORKER_ID.match(value):
         raise ValidationError(
@@ -167,7 +163,6 @@ def check_worker_id(value: str, where: str = "worker_id") -> str:
             where,
         )
     return value
-
 
 
 def qualification_requirements(
@@ -251,7 +246,6 @@ def qualification_requirements(
     return requirements
 
 
-
 def fee(reward: Decimal, assignments: int) -> Decimal:
     """MTurk's commission on one payment of `reward` on a HIT with `assignments` assignments.
 
@@ -264,19 +258,16 @@ def fee(reward: Decimal, assignments: int) -> Decimal:
     return max(MINIMUM_FEE, (amount * rate).quantize(CENT, ROUND_HALF_UP))
 
 
-
 def check_count(value: int, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValidationError(f"{value!r} is not a whole number of at least 1", where)
     return value
 
 
-
 def cost(reward: Decimal, assignments: int, hits: int) -> Decimal:
     """What `hits` HITs of `assignments` assignments at `reward` each cost with MTurk's fees."""
     amount = dollars(reward, "reward")
     return (amount + fee(amount, assignments)) * assignments * check_count(hits, "hits")
-
 
 
 def check_text(value: str, where: str, limit: int, required: bool = True) -> str:
@@ -287,7 +278,6 @@ def check_text(value: str, where: str, limit: int, required: bool = True) -> str
             f"is {len(value)} characters long; MTurk takes at most {limit}: shorten it", where
         )
     return value
-
 
 
 def shorten(value: str, limit: int) -> str:
@@ -307,7 +297,6 @@ def check_seconds(value: int, where: str, low: int, high: int) -> int:
     return value
 
 
-
 def check_token(value: str) -> str:
     if not isinstance(value, str) or not 1 <= len(value) <= MAX_TOKEN:
         raise ValidationError(
@@ -315,7 +304,6 @@ def check_token(value: str) -> str:
             "unique_request_token",
         )
     return value
-
 
 
 def external_url(question_xml: str) -> str | None:
@@ -353,4 +341,3 @@ def answer_fields(answer_xml: str) -> dict[str, str]:
         if name is not None and text is not None:
             fields[name] = text
     return fields
-

@@ -137,6 +137,26 @@ class ProlificProvider(Provider):
             )
         return prolific_api.ProlificClient(settings.prolific_token, settings.prolific_api_url)
 
+    def _places(self, study: StudyRef, options: Mapping[str, Any]) -> int:
+        """Places enough for every open place of the study's items, unless the options say."""
+        return int(
+            options["places"] or max(1, math.ceil(study.work_slots / options["items_per_session"]))
+        )
+
+    def estimate(self, study: StudyRef, options: Mapping[str, Any]) -> dict[str, Any]:
+        places = self._places(study, options)
+        cents = places * options["reward_cents"]
+        return {
+            "cost": f"{cents // 100}.{cents % 100:02d}",
+            "currency": "the account's currency",
+            "lines": [
+                f"{places} place(s) of {options['items_per_session']} item(s), about "
+                f"{options['estimated_minutes']} minute(s) each",
+                f"{options['reward_cents'] / 100:.2f} per place, {cents / 100:.2f} in rewards",
+                "plus Prolific's service fee, which Prolific shows before you pay",
+            ],
+        }
+
     def publish(
         self,
         settings: Settings,
@@ -145,9 +165,7 @@ class ProlificProvider(Provider):
         options: Mapping[str, Any],
         token: str,
     ) -> Publication:
-        places = options["places"] or max(
-            1, math.ceil(study.work_slots / options["items_per_session"])
-        )
+        places = self._places(study, options)
         page = f"{base_url}/ext/prolific/{study.id}"
         # http only against a stand-in of Prolific (development): Prolific wants https.
         development = settings.prolific_api_url != prolific_api.DEFAULT_BASE_URL

@@ -365,6 +365,6 @@ def test_the_declared_enumerations_are_the_domains() -> None:
 
 
 def api_export_types() -> dict[str, str]:
-    from crowd.web.api import EXPORT_TYPES
+    from crowd.web.results import EXPORT_TYPES
 
     return EXPORT_TYPES
