@@ -20,6 +20,7 @@ from crowd.storage import (
     ResponseSource,
     Study,
     StudyStatus,
+    utcnow,
 )
 from tasks import ItemSpec, get_hit_type
 
