@@ -54,18 +54,50 @@ def create(name: str, hit_type: str, config: str | None, experimenter: str) -> N
 @study.command("import")
 @click.argument("study_id", type=int)
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("--format", "fmt", default="auto", show_default=True,
+              type=click.Choice(["auto", "jsonl", "csv"]),
+              help="jsonl (a JSON object per line) or csv (a header, then a row per item); "
+                   "auto goes by the file's extension, else its first line.")  # fmt: skip
+@click.option("--check", is_flag=True,
+              help="Check every line and print what each holds or what is wrong with it; "
+                   "store nothing (exit status 1 if any line is bad).")  # fmt: skip
 @handle_errors
-def import_(study_id: int, path: str) -> None:
-    """Import items from a JSON-lines file (all or none)."""
-    from crowd.studies.lifecycle import get_study, import_items, parse_jsonl
+def import_(study_id: int, path: str, fmt: str, check: bool) -> None:
+    """Import items from a JSON-lines or CSV file (all or none).
+
+    CSV: a column per item field (see the README's item formats); list cells as JSON or one
+    entry per line of the cell (or separated by |), dotted columns such as meta.source.
+    """
+    from crowd.studies import uploads
+    from crowd.studies.lifecycle import get_study
 
     _settings, db = open_database()
-    handle = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
-    with handle:
-        records = parse_jsonl(handle, source=f"{path} line")
-    with db.session() as session:
-        added = import_items(session, get_study(session, study_id), records)
-    click.echo(f"added {added} items to study {study_id}")
+    data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    filename = None if path == "-" else path
+    try:
+        text = uploads.decode(data)
+        if check:
+            with db.read_session() as session:
+                found = uploads.check_items(session, get_study(session, study_id), text, fmt,
+                                            filename)  # fmt: skip
+        else:
+            with db.session() as session:
+                added = uploads.store_items(session, get_study(session, study_id), text, fmt,
+                                            filename)  # fmt: skip
+    except ValidationError as error:
+        raise click.ClickException(f"{path}: {error}") from None
+    if not check:
+        click.echo(f"added {added} items to study {study_id}")
+        return
+    for line in found["lines"]:
+        field = f"{line['field']}: " if line["field"] else ""
+        detail = line["summary"] if line["ok"] else field + line["error"]
+        click.echo(f"line {line['line']}\t{'ok' if line['ok'] else 'ERROR'}\t"
+                   f"{line['kind'] or '-'}\t{line['id'] or '-'}\t{detail}")  # fmt: skip
+    click.echo(f"{path}: {found['total']} items ({found['format']}), {found['valid']} valid, "
+               f"{found['invalid']} with problems; nothing stored")  # fmt: skip
+    if found["invalid"]:
+        sys.exit(1)
 
 
 def _guess_format(path: str, first_line: str) -> str:

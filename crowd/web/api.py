@@ -14,6 +14,7 @@ from crowd.quality import labels
 from crowd.quality import standing as quality
 from crowd.storage import Experimenter, Report, RewardRun, Role, Study
 from crowd.studies import lifecycle as studies
+from crowd.studies import uploads
 from crowd.studies.annotations import import_file
 from crowd.web.bodies import loads
 from crowd.web.common import current_experimenter
@@ -39,6 +40,7 @@ from crowd.web.schemas.studies import (
     AnnotationsQuery,
     ExportQuery,
     ItemsAdded,
+    ItemsChecked,
     NewItems,
     NewStudy,
     Publications,
@@ -61,10 +63,13 @@ bp = Blueprint("api", __name__, url_prefix="/api")
 
 STUDIES, ITEMS, PUBLISHING = ("studies",), ("items and annotations",), ("publishing",)
 RESULTS, QC, MODELS = ("exports and reports",), ("quality control",), ("reward models",)
-JSON_LINES = Media(
-    types=("application/x-ndjson",),
-    description="one item per line, each a JSON object in the HIT type's terms",
+ITEM_FILES = Media(
+    types=("application/x-ndjson", "text/csv"),
+    description="the file as it is: JSON lines (one item a line, a JSON object in the HIT "
+    "type's terms) or CSV (a header naming the items' fields, then one row per item; list and "
+    "object cells as JSON or the plain forms of the README's item formats)",
 )
+CSV_TYPES = ("text/csv", "application/csv", "text/tab-separated-values")
 ANNOTATIONS = Media(
     types=("application/x-ndjson", "text/csv"),
     description="the file as it is, in the layout ?format= names: JSON lines {worker, item, "
@@ -157,21 +162,45 @@ def show_study(study_id: int) -> Any:
 
 
 # -- items and annotations -------------------------------------------------------------------
+def _items_body() -> NewItems | tuple[str, str]:
+    """{"items": [...]}, or a file's text and format (its Content-Type's, else detected)."""
+    if request.is_json:
+        return cast(NewItems, read_body(NewItems))
+    text = raw_text()
+    if request.mimetype in CSV_TYPES:
+        return text, "csv"
+    return text, "jsonl" if request.mimetype == "application/x-ndjson" else "auto"
+
+
 @bp.post("/studies/<int:study_id>/items")
-@operation("Add items (all or none)", body=NewItems, raw_body=JSON_LINES,
+@operation("Add items (all or none)", body=NewItems, raw_body=ITEM_FILES,
            responses={201: ItemsAdded}, auth=EXPERIMENTER, errors=(409,), tags=ITEMS)  # fmt: skip
 def import_items(study_id: int) -> Any:
-    """Items as JSON lines (Content-Type: application/x-ndjson) or {"items": [...]}."""
-    if request.is_json:
-        body = cast(NewItems, read_body(NewItems))
-        records, where = body.items, studies.json_position
-    else:
-        records = studies.parse_jsonl(raw_text().split("\n"), loads=loads)
-        where = studies.line_position
+    """Items as JSON lines (application/x-ndjson), CSV (text/csv) or {"items": [...]}; a bad
+    item is a 422 naming its line (items[i] in a JSON body) and nothing is stored."""
+    body = _items_body()
     with platform().db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
-        added = studies.import_items(session, study, records, where)
+        if isinstance(body, NewItems):
+            added = studies.import_items(session, study, body.items, studies.json_position)
+        else:
+            added = uploads.store_items(session, study, *body, loads=loads)
         return {"added": added}, 201
+
+
+@bp.post("/studies/<int:study_id>/items/check")
+@operation("Check items without storing them: a preview of every line", body=NewItems,
+           raw_body=ITEM_FILES, responses={200: ItemsChecked}, auth=EXPERIMENTER,
+           errors=(409,), tags=ITEMS)  # fmt: skip
+def check_items(study_id: int) -> Any:
+    """The same bodies as POST .../items; each line's problem is in the reply (200), only a
+    file that cannot be read at all (an unknown CSV column, broken quoting) is a 422."""
+    body = _items_body()
+    with platform().db.read_session() as session:
+        study = studies.get_study(session, study_id, current_experimenter(session))
+        if isinstance(body, NewItems):
+            return uploads.check_records(session, study, body.items)
+        return uploads.check_items(session, study, *body, loads=loads)
 
 
 @bp.post("/studies/<int:study_id>/annotations")

@@ -154,6 +154,35 @@ class ItemsAdded(Reply):
     added: Count
 
 
+class CheckedLine(Reply):
+    """One item of an upload as the checks found it"""
+
+    line: int = Field(
+        ge=1, description="the file's own line (CSV: the header is line 1, a row starts where "
+        "it starts); for a JSON body, the item's place counting from 1",
+    )  # fmt: skip
+    id: str | None = Field(description="the item's id, when it gives one")
+    kind: Literal["real", "gold", "attention", "training"] | None = Field(
+        description="the item's kind, when it is a known one"
+    )
+    ok: bool = Field(description="whether the item would be stored as it is")
+    error: str | None = Field(description="what is wrong and how to fix it; null when ok")
+    field: str | None = Field(description="the field or CSV column at fault, when one is")
+    summary: str = Field(description="the start of the item's text, to recognise it by")
+
+
+class ItemsChecked(Reply):
+    """Every item of an upload checked, nothing stored"""
+
+    format: Literal["jsonl", "csv", "json"] = Field(
+        description="how the body was read (json: a JSON body's items)"
+    )
+    total: Count
+    valid: Count
+    invalid: Count
+    lines: list[CheckedLine] = Field(description="one per item, in the file's order")
+
+
 class AnnotationsQuery(Body):
     format: AnnotationFormat = Field(
         default="jsonl", description="the layout of the body (roft: boundary studies only)"

@@ -331,8 +331,9 @@ def test_every_route_of_the_experimenter_and_game_apis_is_declared(app: Any) -> 
     for name in ("NewStudy", "Publish", "WorkerAction", "BulkAction", "Aggregate", "NewItems",
                  "NewRewardRun", "RewardSettings"):  # fmt: skip
         assert schemas[name]["additionalProperties"] is False, name
-    items = spec["paths"]["/api/studies/{study_id}/items"]["post"]["requestBody"]["content"]
-    assert set(items) == {"application/json", "application/x-ndjson"}
+    for path in ("/api/studies/{study_id}/items", "/api/studies/{study_id}/items/check"):
+        items = spec["paths"][path]["post"]["requestBody"]["content"]
+        assert set(items) == {"application/json", "application/x-ndjson", "text/csv"}, path
 
 
 def test_the_declared_enumerations_are_the_domains() -> None:
