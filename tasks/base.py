@@ -296,6 +296,29 @@ class HitType(ABC):
     def surface(self, answer: Mapping[str, Any]) -> str | None:
         """The answer as the page showed it (e.g. "position 1"): constant answers and runs."""
 
+    def describe_answer(
+        self, answer: Mapping[str, Any], content: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> str:
+        """The answer in the type's terms, for a reviewer (e.g. "fluency: 4/5 · coherence: 3/5").
+
+        By default its labels, "question: value" each; types whose labels are indexes say what
+        the index points at, in the numbering the worker saw.
+        """
+        labels = self.answer_labels(answer)
+        if labels:
+            return " · ".join(f"{name}: {value}" for name, value in labels.items())
+        return self.surface(answer) or "no answer"
+
+    def describe_expected(
+        self, expected: Mapping[str, Any], content: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> str | None:
+        """A gold, attention or training item's expected answer in the terms of
+        `describe_answer`; None when the item has none."""
+        labels = self.expected_labels(expected)
+        if not labels:
+            return None
+        return " · ".join(f"{name}: {value}" for name, value in labels.items())
+
     @abstractmethod
     def chars_shown(self, content: Mapping[str, Any], answer: Mapping[str, Any]) -> int:
         """How many characters the worker had to read before this answer (too-fast answers)."""

@@ -15,22 +15,19 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from crowd.exceptions import NotFound, PermissionDenied, ValidationError
+from crowd.exceptions import PermissionDenied, ValidationError
 from crowd.platforms.actions import request_action
-from crowd.quality.standing import audit, blocked_in_study, standing
+from crowd.quality.standing import audit, standing
+from crowd.review.workers import rule_targets, worker_in_study
 from crowd.storage import (
     Assignment,
     AssignmentState,
-    AuditEntry,
     Bonus,
     Decision,
-    Item,
-    ItemKind,
     OutboxEvent,
-    Response,
     Role,
     Serving,
     Study,
@@ -44,6 +41,9 @@ ACTIONS = (
     "approve", "reject", "soft_reject", "block", "unblock", "bonus", "note", "notify", "qualify",
 )  # fmt: skip
 BULK_ACTIONS = ("approve", "reject", "soft_reject", "block", "note")
+# Actions a person cannot take back for the worker: their pay, their data or their access. The
+# reviewer's pages ask before taking them.
+DESTRUCTIVE = frozenset({"reject", "soft_reject", "block"})
 # Reviewers judge work; paying extra and barring people from every study is the
 # experimenter's call.
 ALLOWED: dict[Role, frozenset[str]] = {
@@ -84,6 +84,14 @@ def check_allowed(reviewer: Reviewer, action: str) -> None:
         )
 
 
+def check_decision(reviewer: Reviewer, action: str, params: Mapping[str, Any]) -> None:
+    """What `act` would refuse before touching anything: the action, who may take it, and the
+    reason a destructive action must give (so a confirmation is only asked for a valid one)."""
+    check_allowed(reviewer, action)
+    if action in DESTRUCTIVE:
+        _text(params.get("reason"), "reason", required=True)
+
+
 def _text(value: Any, field: str, required: bool) -> str:
     if value is None:
         value = ""
@@ -93,22 +101,6 @@ def _text(value: Any, field: str, required: bool) -> str:
     if required and not value:
         raise ValidationError("say why: the worker and the audit log are told", field)
     return value
-
-
-def _worker_in_study(session: Session, study: Study, worker_id: int) -> Worker:
-    worker = session.get(Worker, worker_id)
-    has_work = session.scalar(
-        select(func.count(Assignment.id)).where(
-            Assignment.study_id == study.id, Assignment.worker_id == worker_id
-        )
-    ) or session.scalar(  # imported raters have answers but no assignments; QC judges them too
-        select(func.count(Response.id)).where(
-            Response.study_id == study.id, Response.worker_id == worker_id
-        )
-    )
-    if worker is None or not has_work:
-        raise NotFound(f"worker {worker_id} has done no work in study {study.id}")
-    return worker
 
 
 def _assignments(session: Session, study: Study, worker_id: int, state: str) -> list[Assignment]:
@@ -137,7 +129,7 @@ def act(
     """Apply one reviewer action to one worker of the study; audited, safe to repeat."""
     check_allowed(reviewer, action)
     params = dict(params or {})
-    worker = _worker_in_study(session, study, worker_id)
+    worker = worker_in_study(session, study, worker_id)
     row = standing(session, study.id, worker_id)
     handler = _HANDLERS[action]
     return handler(session, study, worker, row, reviewer, params)
@@ -391,172 +383,8 @@ def bulk(
     check_allowed(reviewer, action)
     if action not in BULK_ACTIONS:
         raise ValidationError(f"bulk actions are {', '.join(BULK_ACTIONS)}", "action")
-    rows = session.scalars(
-        select(StudyWorker).where(StudyWorker.study_id == study.id).order_by(StudyWorker.worker_id)
-    ).all()
-    targets = [
-        row.worker_id
-        for row in rows
-        if rule in (row.rule_hits or []) and rule not in (row.cleared_rules or [])
-    ]
+    targets = rule_targets(session, study, rule)
     details = {"rule": rule, "workers": len(targets)}
     audit(session, reviewer.actor, f"bulk_{action}", f"every worker on whom {rule} fires",
           study_id=study.id, details=details)  # fmt: skip
     return [act(session, study, worker_id, action, reviewer, params) for worker_id in targets]
-
-
-# -- what reviewers look at --------------------------------------------------------------------
-SORT_KEYS = (
-    "worker", "responses", "gold_accuracy", "gold_mean", "attention_failed", "too_fast_share",
-    "constant_share", "longest_run", "flags", "status",
-)  # fmt: skip
-
-
-def worker_table(session: Session, study: Study, sort: str = "worker") -> list[dict[str, Any]]:
-    """One row per worker of the study with their QC evidence, standing and decision."""
-    if sort.lstrip("-") not in SORT_KEYS:
-        raise ValidationError(f"sort by one of {', '.join(SORT_KEYS)}", "sort")
-    counts = dict(
-        session.execute(
-            select(Response.worker_id, func.count(Response.id))
-            .join(Item, Item.id == Response.item_id)
-            .where(Response.study_id == study.id, Item.kind != ItemKind.TRAINING)
-            .group_by(Response.worker_id)
-        ).all()
-    )
-    result = session.execute(
-        select(StudyWorker, Worker)
-        .join(Worker, Worker.id == StudyWorker.worker_id)
-        .where(StudyWorker.study_id == study.id)
-    ).all()
-    blocked = blocked_in_study(session, study)
-    table: list[dict[str, Any]] = []
-    for row, worker in result:
-        evidence = row.evidence or {}
-        table.append(
-            {
-                "worker_id": worker.id,
-                "worker": f"{worker.provider}:{worker.external_id}",
-                "provider": worker.provider,
-                "responses": counts.get(worker.id, 0),
-                "gold_n": evidence.get("gold_n"),
-                "gold_accuracy": evidence.get("gold_accuracy"),
-                "gold_mean": evidence.get("gold_mean"),
-                "attention_checks": evidence.get("attention_checks"),
-                "attention_failed": evidence.get("attention_failed"),
-                "too_fast_share": evidence.get("too_fast_share"),
-                "constant_share": evidence.get("constant_share"),
-                "longest_run": evidence.get("longest_run"),
-                "repeated_explanations": evidence.get("repeated_explanations"),
-                "pasted_n": evidence.get("pasted_n"),
-                "typed_too_fast_n": evidence.get("typed_too_fast_n"),
-                "rule_hits": list(row.rule_hits or []),
-                "flags": list(row.flags or []),
-                "serving": str(row.serving),
-                "excluded_by": row.excluded_by,
-                "qualification": None if row.qualification is None else str(row.qualification),
-                "decision": None if row.decision is None else str(row.decision),
-                "blocked": worker.id in blocked,
-                "status": _status(row, worker.id in blocked),
-            }
-        )
-    key = sort.lstrip("-")
-    reverse = sort.startswith("-")
-
-    def order(entry: dict[str, Any]) -> tuple[bool, Any]:
-        value = entry[key]
-        if isinstance(value, list):
-            value = len(value)
-        # Missing values go last whichever way the table is sorted.
-        return (value is None) != reverse, value if value is not None else 0
-
-    return sorted(sorted(table, key=lambda e: str(e["worker"])), key=order, reverse=reverse)
-
-
-def _status(row: StudyWorker, blocked: bool) -> str:
-    if blocked:
-        return "blocked"
-    if row.decision is not None:
-        return str(row.decision)
-    if row.excluded_by is not None:
-        return "excluded"
-    if row.serving == Serving.STOPPED:
-        return "stopped"
-    if row.flags:
-        return "flagged"
-    return "active"
-
-
-def worker_history(session: Session, study: Study, worker_id: int) -> dict[str, Any]:
-    """A worker's answers in the study, oldest first, with QC facts, and their audit trail."""
-    worker = _worker_in_study(session, study, worker_id)
-    responses = session.execute(
-        select(Response, Item)
-        .join(Item, Item.id == Response.item_id)
-        .where(Response.study_id == study.id, Response.worker_id == worker_id)
-        .order_by(Response.created_at, Response.id)
-    ).all()
-    answers = [
-        {
-            "response_id": response.id,
-            "item": item.external_id,
-            "kind": str(item.kind),
-            "answer": response.answer,
-            "surface": response.qc_flags.get("surface"),
-            "seconds": response.qc_flags.get("seconds"),
-            "gold_accuracy": response.qc_flags.get("gold_accuracy"),
-            "attention_passed": response.qc_flags.get("attention_passed"),
-            "signals": sorted((response.qc_flags.get("signals") or {}).keys()),
-            "explanation": response.explanation,
-            "created_at": response.created_at.isoformat(),
-        }
-        for response, item in responses
-    ]
-    # Read-only: a worker the QC job has not seen yet has a blank standing.
-    row = session.scalar(
-        select(StudyWorker).where(
-            StudyWorker.study_id == study.id, StudyWorker.worker_id == worker_id
-        )
-    ) or StudyWorker(study_id=study.id, worker_id=worker_id, evidence={}, rule_hits=[],
-                     flags=[], cleared_rules=[])  # fmt: skip
-    return {
-        "worker_id": worker.id,
-        "worker": f"{worker.provider}:{worker.external_id}",
-        "status": _status(row, worker.id in blocked_in_study(session, study)),
-        "evidence": row.evidence,
-        "rule_hits": row.rule_hits,
-        "answers": answers,
-        "audit": [audit_row(entry) for entry in audit_log(session, study.id, worker_id)],
-        "bonuses": [
-            {
-                "amount": b.amount,
-                "reason": b.reason,
-                "actor": b.actor,
-                "at": b.created_at.isoformat(),
-            }
-            for b in session.scalars(
-                select(Bonus).where(Bonus.study_id == study.id, Bonus.worker_id == worker_id)
-            ).all()
-        ],
-    }
-
-
-def audit_log(
-    session: Session, study_id: int, worker_id: int | None = None, limit: int = 500
-) -> list[AuditEntry]:
-    query = select(AuditEntry).where(AuditEntry.study_id == study_id)
-    if worker_id is not None:
-        query = query.where(AuditEntry.worker_id == worker_id)
-    return list(session.scalars(query.order_by(AuditEntry.id.desc()).limit(limit)).all())
-
-
-def audit_row(entry: AuditEntry) -> dict[str, Any]:
-    return {
-        "id": entry.id,
-        "at": entry.at.isoformat(),
-        "actor": entry.actor,
-        "action": entry.action,
-        "worker_id": entry.worker_id,
-        "reason": entry.reason,
-        "details": entry.details,
-    }

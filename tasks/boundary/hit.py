@@ -38,6 +38,18 @@ def _require(condition: bool, message: str, where: str) -> None:
         raise InvalidItem(message, where)
 
 
+def machine_from(index: int, n: int) -> str:
+    """A boundary (the index of the first machine sentence; n: all human) as a reviewer reads
+    it, counting sentences from 1 as the worker's page does.
+
+    >>> machine_from(5, 10), machine_from(10, 10)
+    ('machine from sentence 6 of 10', 'all 10 sentences human')
+    """
+    if index >= n:
+        return f"all {n} sentences human"
+    return f"machine from sentence {index + 1} of {n}"
+
+
 class BoundaryHit(HitType):
     name: ClassVar[str] = "boundary"
     title: ClassVar[str] = "Real or Fake Text"
@@ -241,6 +253,18 @@ class BoundaryHit(HitType):
 
     def surface(self, answer: Mapping[str, Any]) -> str | None:
         return f"sentence {int(answer['guess'])}"
+
+    def describe_answer(
+        self, answer: Mapping[str, Any], content: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> str:
+        return machine_from(int(answer["guess"]), len(content["sentences"]))
+
+    def describe_expected(
+        self, expected: Mapping[str, Any], content: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> str | None:
+        if expected.get("boundary") is None:
+            return None
+        return machine_from(int(expected["boundary"]), len(content["sentences"]))
 
     def chars_shown(self, content: Mapping[str, Any], answer: Mapping[str, Any]) -> int:
         # The worker had read every sentence up to the one guessed (all of them for "human").

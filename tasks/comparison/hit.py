@@ -30,6 +30,19 @@ def draw_order(k: int, rng: random.Random = _ORDER_RANDOM) -> list[int]:
     return order
 
 
+def candidate(content: Mapping[str, Any], index: int, width: int = 80) -> str:
+    """A candidate as a reviewer reads it: its number from 1, and its text cut to `width`.
+
+    >>> candidate({"candidates": ["a short one", "another"]}, 1)
+    'candidate 2 of 2: “another”'
+    """
+    texts = content["candidates"]
+    text = " ".join(str(texts[index]).split())
+    if len(text) > width:
+        text = text[: width - 1].rstrip() + "…"
+    return f"candidate {index + 1} of {len(texts)}: “{text}”"
+
+
 class ComparisonHit(HitType):
     name: ClassVar[str] = "comparison"
     title: ClassVar[str] = "Pick the best"
@@ -113,6 +126,20 @@ class ComparisonHit(HitType):
         # candidate picks different texts, since the order is random.
         shown = answer.get("shown")
         return None if shown is None else f"position {int(shown)}"
+
+    def describe_answer(
+        self, answer: Mapping[str, Any], content: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> str:
+        picked = candidate(content, int(answer["best"]))
+        shown = answer.get("shown")
+        # Positions and candidates count from 1 for people; the page's order was random.
+        return picked if shown is None else f"{picked}, shown at position {int(shown) + 1}"
+
+    def describe_expected(
+        self, expected: Mapping[str, Any], content: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> str | None:
+        best = expected.get("best")
+        return None if best is None else candidate(content, int(best))
 
     def chars_shown(self, content: Mapping[str, Any], answer: Mapping[str, Any]) -> int:
         return len(content["query"]) + sum(len(text) for text in content["candidates"])

@@ -65,6 +65,32 @@ def _parse_rating(value: Any, low: int, high: int, where: str) -> int | float | 
     return int(value) if value == int(value) else float(value)
 
 
+def describe_ratings(ratings: Mapping[str, Any], config: Mapping[str, Any]) -> str:
+    """Ratings as a reviewer reads them: by attribute in the study's order, each on its scale,
+    with the scale's label where the rating is an end that has one.
+
+    >>> attributes = [{"name": "fluency", "question": "?", "scale": [1, 5],
+    ...                "labels": ["broken", "flawless"]},
+    ...               {"name": "coherence", "question": "?", "scale": [-2, 2], "labels": ["", ""]}]
+    >>> describe_ratings({"coherence": 0, "fluency": 5}, {"attributes": attributes})
+    'fluency: 5/5 (flawless) · coherence: 0 (-2 to 2)'
+    """
+    attributes = {attribute["name"]: attribute for attribute in attributes_of(config)}
+    names = [name for name in attributes if name in ratings]
+    names += [name for name in ratings if name not in attributes]
+    parts = []
+    for name in names:
+        value, attribute = ratings[name], attributes.get(name)
+        if value is None or attribute is None:
+            parts.append(f"{name}: {'–' if value is None else value}")
+            continue
+        (low, high), labels = attribute["scale"], attribute.get("labels") or ["", ""]
+        text = f"{value:g}" + (f"/{high}" if low in (0, 1) else f" ({low} to {high})")
+        label = labels[0] if value == low else labels[1] if value == high else ""
+        parts.append(f"{name}: {text}" + (f" ({label})" if label else ""))
+    return " · ".join(parts) or "no rating"
+
+
 class LikertHit(HitType):
     name: ClassVar[str] = "likert"
     title: ClassVar[str] = "Rate a text"
@@ -249,6 +275,19 @@ class LikertHit(HitType):
     def surface(self, answer: Mapping[str, Any]) -> str | None:
         ratings = answer.get("ratings") or {}
         return ",".join("-" if value is None else str(value) for value in ratings.values())
+
+    def describe_answer(
+        self, answer: Mapping[str, Any], content: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> str:
+        return describe_ratings(answer.get("ratings") or {}, config)
+
+    def describe_expected(
+        self, expected: Mapping[str, Any], content: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> str | None:
+        if expected.get("expected_rating") is not None:  # an attention check's one number
+            return f"{expected['expected_rating']} on every question"
+        ratings = self.expected_labels(expected)
+        return describe_ratings(ratings, config) if ratings else None
 
     def chars_shown(self, content: Mapping[str, Any], answer: Mapping[str, Any]) -> int:
         return sum(len(str(content.get(part) or "")) for part in ("text", "prompt", "reference"))

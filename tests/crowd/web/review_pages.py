@@ -208,22 +208,27 @@ def audit_rows(page: Any, columns: list[str]) -> list[dict[str, str]]:
     return [dict(zip(columns, row, strict=True)) for row in rows if len(row) == len(columns)]
 
 
-WORKER_AUDIT = ["when", "actor", "action", "reason"]
+WORKER_AUDIT = ["when", "actor", "action", "reason", "details"]
 STUDY_AUDIT = ["when", "actor", "action", "worker", "reason", "details"]
 
 
-def act(page: Any, action: str, reason: str = "", amount: str = "") -> str:
-    """Submit the worker page's action form; returns the flash message shown after it."""
+def act(page: Any, action: str, reason: str = "", amount: str = "", confirm: bool = True) -> str:
+    """Submit the worker page's action form, and confirm on the page that follows for a
+    destructive action (unless `confirm` is false); returns the flash message shown after."""
     page.select_option("#action", action)
     page.fill("#reason", reason)
-    page.fill("#amount", amount)
+    if amount:
+        page.fill("#amount", amount)
     with page.expect_navigation():
         page.click("#act button[type=submit]")
+    if confirm and page.locator("form#confirm").count():
+        with page.expect_navigation():
+            page.click("#confirm button[type=submit]")
     return str(page.inner_text("p.flash"))
 
 
 def options(page: Any, selector: str) -> list[str]:
-    """The values a select offers."""
+    """The values a select offers, its "Choose an action…" placeholder ("") included."""
     values: list[str] = page.eval_on_selector_all(selector, "os => os.map(o => o.value)")
     return values
 

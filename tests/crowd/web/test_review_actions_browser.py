@@ -56,7 +56,7 @@ def test_a_reviewer_may_not_block_or_pay_a_bonus_even_by_forging_the_form(
     login(page, reviewed.base, REVIEWER)
     page.goto(reviewed.worker_url("sim-careful-00"))
     offered = options(page, "#action option")
-    assert offered == ["approve", "note", "reject", "soft_reject"]
+    assert offered == ["", "approve", "soft_reject", "reject", "note"]
     page.goto(reviewed.url())
     bulk_offered = options(page, "#bulk select[name=action] option")
     assert "block" not in bulk_offered and "bonus" not in bulk_offered
@@ -110,8 +110,8 @@ def test_an_experimenter_blocks_unblocks_and_pays_a_bonus_once(
     page.goto(reviewed.worker_url("sim-careful-01"))
     offered = options(page, "#action option")
     assert offered == [
-        "approve", "block", "bonus", "note", "notify", "qualify", "reject", "soft_reject",
-        "unblock",
+        "", "approve", "soft_reject", "reject", "block", "unblock", "bonus", "note", "notify",
+        "qualify",
     ]
 
     blocked = act(page, "block", "copied answers from a forum")
@@ -155,6 +155,7 @@ def test_an_experimenter_blocks_unblocks_and_pays_a_bonus_once(
     assert [(r["actor"], r["action"]) for r in trail[:3]] == [
         (actor, "bonus"), (actor, "unblock"), (actor, "block"),
     ]  # fmt: skip
+    assert trail[0]["details"].splitlines()[0] == "amount: 0.50"
 
 
 # -- 5. bulk by rule ---------------------------------------------------------------------------
@@ -177,6 +178,9 @@ def test_experimenter_rejects_every_worker_a_rule_flags(
         page.fill("#bulk input[name=reason]", reason)
         with page.expect_navigation():
             page.click("#bulk button[type=submit]")
+        if page.locator("form#confirm").count():  # a refused action comes straight back
+            with page.expect_navigation():
+                page.click("#confirm button[type=submit]")
         assert page.url == reviewed.url()
         return str(page.inner_text("p.flash"))
 
@@ -220,7 +224,7 @@ def test_experimenter_rejects_every_worker_a_rule_flags(
     page.goto(reviewed.url("/audit"))
     shown = [r for r in audit_rows(page, STUDY_AUDIT) if r["actor"] == actor]
     assert sorted((r["action"], r["worker"]) for r in shown) == sorted(
-        [("bulk_reject", "")] + [("reject", str(w)) for w in failers]
+        [("bulk-reject", "")] + [("reject", str(w)) for w in failers]
     )
 
 
@@ -240,7 +244,7 @@ def test_posts_without_the_csrf_token_are_refused_and_change_nothing(
     login(page, reviewed.base, EXPERIMENTER)
     act_url = f"{reviewed.worker_url('sim-careful-00')}/act"
     posts = [
-        (act_url, {"action": "block", "reason": "no token"}),
+        (act_url, {"action": "block", "reason": "no token", "confirmed": "yes"}),
         (act_url, {"action": "block", "reason": "bad token", "csrf": "x" * 43}),
         (act_url, {"action": "block", "reason": "non-ASCII token", "csrf": "ü" * 43}),
         (act_url, {"action": "bonus", "amount": "1.00", "reason": "no token", "csrf": ""}),

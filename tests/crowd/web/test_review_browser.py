@@ -207,8 +207,9 @@ def test_reviewer_soft_rejects_a_worker_with_a_reason(
     assert message == f"approved {n_assignments} assignment(s); data excluded"
     assert page.inner_text("#status") == "soft_rejected"
     trail = audit_rows(page, WORKER_AUDIT)
-    assert {k: trail[0][k] for k in ("actor", "action", "reason")} == {
-        "actor": f"reviewer:{REVIEWER}", "action": "soft_reject", "reason": reason,
+    assert {k: trail[0][k] for k in ("actor", "action", "reason", "details")} == {
+        "actor": f"reviewer:{REVIEWER}", "action": "soft-reject", "reason": reason,
+        "details": f"assignments paid: {n_assignments}",
     }  # fmt: skip
     # The flash is shown once: a reload does not repeat it.
     page.reload()
@@ -217,9 +218,9 @@ def test_reviewer_soft_rejects_a_worker_with_a_reason(
     page.goto(reviewed.url("/audit"))
     mine = [r for r in audit_rows(page, STUDY_AUDIT) if r["actor"].startswith("reviewer:")]
     assert len(mine) == 1
-    assert mine[0]["action"] == "soft_reject" and mine[0]["reason"] == reason
+    assert mine[0]["action"] == "soft-reject" and mine[0]["reason"] == reason
     assert mine[0]["worker"] == str(target)
-    assert mine[0]["details"] == f'{{"assignments_paid": {n_assignments}}}'
+    assert mine[0]["details"] == f"assignments paid: {n_assignments}"
 
     page.goto(reviewed.url())
     row = next(r for r in worker_rows(page) if r["Worker"] == "sim:sim-always_human-00")
