@@ -54,9 +54,7 @@ def studies_of(session: Session, experimenter: Experimenter, archived: bool = Fa
     shown = Study.archived_at.is_not(None) if archived else Study.archived_at.is_(None)
     return list(
         session.scalars(
-            select(Study)
-            .where(Study.experimenter_id == experimenter.id, shown)
-            .order_by(Study.id)
+            select(Study).where(Study.experimenter_id == experimenter.id, shown).order_by(Study.id)
         )
     )
 
@@ -73,7 +71,10 @@ def get_study(session: Session, study_id: int, experimenter: Experimenter | None
 CHANGES: dict[str, tuple[tuple[StudyStatus, ...], StudyStatus]] = {
     "pause": ((StudyStatus.PUBLISHED,), StudyStatus.PAUSED),
     "resume": ((StudyStatus.PAUSED,), StudyStatus.PUBLISHED),
-    "close": ((StudyStatus.DRAFT, StudyStatus.PUBLISHED, StudyStatus.PAUSED), StudyStatus.COMPLETED),
+    "close": (
+        (StudyStatus.DRAFT, StudyStatus.PUBLISHED, StudyStatus.PAUSED),
+        StudyStatus.COMPLETED,
+    ),
 }
 
 
@@ -88,6 +89,29 @@ def change_status(session: Session, study: Study, change: str) -> Study:
     if study.status not in allowed:
         raise StudyNotOpen(f"study {study.id} is {study.status}: it cannot {change}")
     study.status = after
+    return study
+
+
+# What may change once workers see a study: how it is judged and what its page says. The
+# rest (the type's own settings, redundancy) shapes what was already served.
+LIVE_SETTINGS = ("qc", "worker_page")
+
+
+def update_config(session: Session, study: Study, config: Mapping[str, Any]) -> Study:
+    """Replace a study's settings, checked by its HIT type (missing ones get defaults). A
+    draft takes any change; a published or paused study only changes in LIVE_SETTINGS."""
+    if study.status == StudyStatus.COMPLETED:
+        raise StudyNotOpen(f"study {study.id} is closed: its settings stay as they were")
+    checked = get_hit_type(study.hit_type).validate_config(config).to_config()
+    if study.status != StudyStatus.DRAFT:
+        for key in sorted(set(checked) | set(study.config)):
+            if key not in LIVE_SETTINGS and checked.get(key) != study.config.get(key):
+                raise ValidationError(
+                    f"cannot change once the study is published (only {', '.join(LIVE_SETTINGS)} "
+                    "can): create a new study for other settings",
+                    key,
+                )
+    study.config = checked
     return study
 
 

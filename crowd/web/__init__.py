@@ -83,7 +83,18 @@ def _error_json(error: CrowdError) -> dict[str, Any]:
 
 
 def init_app(app: Flask) -> None:
-    from crowd.web import api, csrf, dashboard, game, openapi, review, webhooks, work
+    from crowd.web import (
+        api,
+        csrf,
+        dashboard,
+        dashboard_study,  # noqa: F401 - its routes join dashboard.bp
+        game,
+        openapi,
+        preview,
+        review,
+        webhooks,
+        work,
+    )
 
     app.json = CheckedJSONProvider(app)
     # First of the request hooks: a cross-origin post is refused before anything reads it.
@@ -100,7 +111,7 @@ def init_app(app: Flask) -> None:
          jinja2.PrefixLoader(prefixes)]
     )  # fmt: skip
 
-    for blueprint in (api.bp, work.bp, game.bp, dashboard.bp, review.bp, openapi.bp):
+    for blueprint in (api.bp, work.bp, game.bp, dashboard.bp, preview.bp, review.bp, openapi.bp):
         app.register_blueprint(blueprint)
     from crowd.web import external
 
