@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -315,3 +317,17 @@ def test_cli_imports_csv_and_previews_with_check(
     added = runner.invoke(main, ["study", "import", study_id, str(good)])
     assert added.exit_code == 0 and "added 2 items" in added.output
     assert set(_items(db, int(study_id))) == {"a", "b"}
+
+
+def test_the_readmes_csv_examples_import(db: Database) -> None:
+    """The README's item formats show a CSV per type (and a Likert config): they must work."""
+    readme = (TASKS.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Item formats") : readme.index("Answers collected")]
+    tables = [textwrap.dedent(block) for block in re.findall(r"```csv\n(.*?)```", section, re.S)]
+    config = json.loads(textwrap.dedent(re.findall(r"```json\n(.*?)```", section, re.S)[0]))
+    assert len(tables) == 3
+    for hit_type, table, options in zip(("boundary", "likert", "comparison"), tables,
+                                        ({}, config, {}), strict=True):  # fmt: skip
+        study_id = _study(db, hit_type, options)
+        preview = _check(db, study_id, table)
+        assert preview["invalid"] == 0 and preview["total"] >= 2, (hit_type, _problems(preview))
