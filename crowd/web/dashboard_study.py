@@ -80,7 +80,7 @@ def live_numbers(db: Session, study: Study) -> dict[str, Any]:
         "excluded": excluded,
         "excluded_total": sum(excluded.values()),
         "backlog": _backlog(),
-        "report_updated_at": report.isoformat() if report else None,
+        "report_updated_at": f"{report:%Y-%m-%d %H:%M:%S} UTC" if report else None,
         "reward_runs": runs,
     }
 
