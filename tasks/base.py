@@ -18,6 +18,7 @@ from typing import Any, ClassVar, TextIO, cast
 
 from crowd.exceptions import InvalidConfig
 from qc.config import parse_qc_config
+from tasks import worker_page as pages
 
 ITEM_KINDS = ("real", "gold", "attention", "training")
 # The rater group of live workers, and of answers (imported, or older rows) that name none.
@@ -63,14 +64,19 @@ class StudyOptions:
     extra: dict[str, Any] = field(default_factory=dict)
     # The study's quality control (qc.config.QcConfig as JSON): gold, onboarding, rules.
     qc: dict[str, Any] = field(default_factory=dict)
+    # What the worker's pages show (tasks.worker_page); None: the HIT type's defaults.
+    worker_page: dict[str, Any] | None = None
 
     def to_config(self) -> dict[str, Any]:
-        return {
+        config = {
             "annotations_per_item": self.annotations_per_item,
             "attention_rate": self.attention_rate,
             "qc": self.qc,
             **self.extra,
         }
+        if self.worker_page is not None:
+            config[pages.KEY] = self.worker_page
+        return config
 
 
 class Simulator(ABC):
@@ -148,10 +154,10 @@ class HitType(ABC):
         if not isinstance(rate, int | float) or isinstance(rate, bool) or not 0 <= rate < 1:
             raise InvalidConfig("must be a number from 0 (none) to below 1", "attention_rate")
         qc = self.validate_qc_config(config.pop("qc", None))
+        page = pages.parse_worker_page(config.pop(pages.KEY, None))
         extra = self.validate_extra_config(config)
-        return StudyOptions(
-            annotations_per_item=per_item, attention_rate=float(rate), extra=extra, qc=qc
-        )
+        return StudyOptions(annotations_per_item=per_item, attention_rate=float(rate),
+                            extra=extra, qc=qc, worker_page=page)  # fmt: skip
 
     def validate_qc_config(self, raw: Any) -> dict[str, Any]:
         """The study's QC settings, completed with defaults (the gold threshold is the type's)."""
@@ -190,6 +196,15 @@ class HitType(ABC):
         return False
 
     # -- the worker's flow -------------------------------------------------------------------
+    def instructions(self, config: Mapping[str, Any]) -> str:
+        """The type's own instructions for a study (its config's), shown before the first item."""
+        return str(config.get("instructions") or "")
+
+    def public_page(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """What the worker's pages show of a study: title, description, consent, instructions
+        and examples (tasks.worker_page), never the experimenter's internal study name."""
+        return pages.public_page(config, self.title, self.instructions(config))
+
     @abstractmethod
     def start(
         self, content: Mapping[str, Any], now: datetime, config: Mapping[str, Any]

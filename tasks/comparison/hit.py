@@ -63,6 +63,9 @@ class ComparisonHit(HitType):
         return items.plan_overlap(specs, options)
 
     # -- the worker's flow -------------------------------------------------------------------
+    def instructions(self, config: Mapping[str, Any]) -> str:
+        return items.instructions_for(config)
+
     def start(
         self, content: Mapping[str, Any], now: datetime, config: Mapping[str, Any]
     ) -> StepResult:
