@@ -22,18 +22,15 @@ from tasks.base import HitType
 NOTHING = "–"
 # Metrics whose values are shares of 1, shown as percentages (besides the *_share, *_rate,
 # *_prob and *accuracy keys).
-_SHARES = frozenset({"gold_mean", "paste_share", "threshold"})
+_SHARES = frozenset({"share", "gold_mean", "threshold"})
 # What a key reads as, where its name alone would not say it well.
 LABELS: dict[str, str] = {
-    "responses": "Responses",
-    "gold_mean": "Estimated accuracy",
-    "gold_below_prob": "Chance the accuracy is below the threshold",
-    "gold_rate": "Chance the next item is gold",
+    "gold_mean": "estimated accuracy",
+    "gold_below_prob": "chance the accuracy is below the threshold",
+    "gold_rate": "chance the next item is gold",
     "min_seconds_for_text": "time the text needs",
     "chars_shown": "characters shown",
     "typing_ms": "typing time",
-    "source": "Answers",
-    "rater_groups": "Rater groups",
 }
 ACTION_NAMES: dict[str, str] = {
     "approve": "Approve: pay their submitted work and keep them",
@@ -116,6 +113,12 @@ def when(value: Any) -> str:
 def label(key: str) -> str:
     """A key as words: "assignments_paid" -> "assignments paid"."""
     return LABELS.get(key, key.replace("_", " "))
+
+
+def title(key: str) -> str:
+    """A key as the heading of a line: "gold_rate" -> "Chance the next item is gold"."""
+    words = label(key)
+    return words[:1].upper() + words[1:]
 
 
 def value_of(key: str, value: Any) -> str:
@@ -229,9 +232,9 @@ def figures(evidence: Mapping[str, Any], alike: Callable[[str], str] | None = No
     used = {"evidence", "constant_value", "too_fast_n", "attention_checks", "gold_n"}
     out: list[Figure] = []
 
-    def add(key: str, title: str, text: str) -> None:
+    def add(key: str, heading: str, text: str) -> None:
         used.add(key)
-        out.append(Figure(key, title, text))
+        out.append(Figure(key, heading, text))
 
     if "responses" in e:
         add("responses", "Responses", count(e["responses"]))
@@ -252,13 +255,14 @@ def figures(evidence: Mapping[str, Any], alike: Callable[[str], str] | None = No
         )  # fmt: skip
         add("gold_accuracy", "Gold items", text)
     if "gold_mean" in e:
-        add("gold_mean", label("gold_mean"), f"{percent(e['gold_mean'])} (gold answers and prior)")
+        how = "from gold answers and the prior" if e.get("gold_n") else "the prior alone"
+        add("gold_mean", title("gold_mean"), f"{percent(e['gold_mean'])} ({how})")
     if "gold_below_prob" in e:
         prob = e["gold_below_prob"]
-        add("gold_below_prob", label("gold_below_prob"),
+        add("gold_below_prob", title("gold_below_prob"),
             "no gold answered yet" if prob is None else percent(prob))  # fmt: skip
     if "gold_rate" in e:
-        add("gold_rate", label("gold_rate"), percent(e["gold_rate"]))
+        add("gold_rate", title("gold_rate"), percent(e["gold_rate"]))
     if "too_fast_share" in e:
         share, n = e["too_fast_share"], e.get("too_fast_n")
         text = NOTHING if share is None else f"{_of(n, e.get('responses'))} ({percent(share)})"
@@ -274,20 +278,20 @@ def figures(evidence: Mapping[str, Any], alike: Callable[[str], str] | None = No
         run = e["longest_run"]
         add("longest_run", "Longest run of one answer",
             NOTHING if run is None else f"{count(run)} in a row")  # fmt: skip
-    for key, title in (
+    for key, heading in (
         ("repeated_explanations", "Reused explanations"),
         ("pasted_n", "Pasted explanations"),
         ("typed_too_fast_n", "Explanations typed implausibly fast"),
     ):
         if key in e:
-            add(key, title, "none" if not e[key] else f"{count(e[key])} answers")
+            add(key, heading, "none" if not e[key] else f"{count(e[key])} answers")
     if "source" in e:
         add("source", "Answers", "imported" if e["source"] == "imported" else "given here (live)")
     if "rater_groups" in e:
         add("rater_groups", "Rater groups", value_of("rater_groups", e["rater_groups"]) or NOTHING)
     for key, value in e.items():
         if key not in used:
-            out.append(Figure(key, label(key).capitalize(), value_of(key, value)))
+            out.append(Figure(key, title(key), value_of(key, value)))
     return out
 
 
@@ -359,8 +363,8 @@ def sections(
             continue
         if not isinstance(entries, list):
             entries = [entries]
-        title, about, sentence = SIGNALS.get(
-            key, (label(key).capitalize(), "", lambda e, _: inline(_fields_of(e)))
+        heading, about, sentence = SIGNALS.get(
+            key, (title(key), "", lambda e, _: inline(_fields_of(e)))
         )
         found: list[Line] = []
         for entry in entries:
@@ -375,7 +379,7 @@ def sections(
             response = entry.get("response_id")
             found.append(Line(text, None if item is None else str(item),
                               response if isinstance(response, int) else None))  # fmt: skip
-        out.append(Section(key, title, about, found))
+        out.append(Section(key, heading, about, found))
     return out
 
 

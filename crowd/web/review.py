@@ -295,7 +295,7 @@ def _confirm(
         action=action,
         rule=rule,
         reason=params.get("reason", ""),
-        workers=[names[worker] for worker in targets if worker in names],
+        workers=sorted(names[worker] for worker in targets if worker in names),
         submitted=submitted,
         fields=fields,
         post_to=request.path,
@@ -314,6 +314,7 @@ def audit_page(study_id: int) -> Any:
         entries = text.audit_lines(
             review.audit_row(entry) for entry in review.audit_log(db, study_id)
         )
+        names = review.worker_names(db, [e.worker_id for e in entries if e.worker_id])
     return render_template(
-        "review_audit.html", reviewer=reviewer, study_id=study_id, entries=entries
+        "review_audit.html", reviewer=reviewer, study_id=study_id, entries=entries, names=names
     )

@@ -5,14 +5,17 @@ A small simulated crowd plays a boundary study over HTTP (two attention failers 
 QC runs on what they did, and the logins the tests use are created. Fixtures, which the test
 modules import under their *_fixture names: `played` (the crowd plays once per test module on
 SQLite), `database_url` (a copy of that database for each test), `reviewed` and `db_state`.
-The rest are helpers that read and drive the pages.
+The rest are helpers that read and drive the pages; screenshots go to $CROWD_SHOTS (default
+/tmp/shots/review).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,7 @@ from crowd.storage import (
 )
 from crowd.studies.lifecycle import create_study, get_study, import_items
 from tests.conftest import SECRET
+from tests.crowd.web.conftest import TIMEOUT_MS
 
 PASSWORD = "correct-horse-battery"
 REVIEWER = "rita"
@@ -46,6 +50,9 @@ OUTSIDER = "oscar"  # a reviewer for another experimenter
 # Kind -> how many; the attention failers fail their checks, the others pass them.
 MIX = {"careful": 2, "attention_failer": 2, "always_human": 1}
 FAILERS = {"sim-attention_failer-00", "sim-attention_failer-01"}
+SHOTS = Path(os.environ.get("CROWD_SHOTS", "/tmp/shots/review"))
+# What a raw Python value looks like on a page: a repr'd dict or list, None, a long float.
+RAW = re.compile(r"\{'|\['|\bNone\b|\bTrue\b|\bFalse\b|\d\.\d{5,}")
 COLUMNS = [
     "Worker", "Responses", "Gold accuracy", "Gold posterior", "Attention failed", "Too fast",
     "Constant", "Longest run", "Flags", "Status", "Rules firing",
@@ -177,6 +184,30 @@ def rows(session: Any, query: Any) -> list[tuple[Any, ...]]:
 
 
 # -- helpers -----------------------------------------------------------------------------------
+@contextmanager
+def sized_page(browser: Any, width: int, scripts: bool = True) -> Iterator[Any]:
+    """A page in a window `width` pixels wide (390: a phone), with or without scripts."""
+    context = browser.new_context(
+        viewport={"width": width, "height": 900}, java_script_enabled=scripts
+    )
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def shoot(page: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def fits(page: Any, width: int) -> bool:
+    """Whether the page keeps the window's width (wide tables scroll inside it)."""
+    scroll: int = page.evaluate("document.documentElement.scrollWidth")
+    return scroll <= width
+
+
 def login(page: Any, base: str, name: str, password: str = PASSWORD) -> int:
     """Log in through the form; returns the HTTP status of the page it leads to."""
     page.goto(f"{base}/review/login")

@@ -3,7 +3,9 @@
 On the same played and QC-checked study as test_review_browser.py (set up by review_pages.py):
 a reviewer judges work, an experimenter may also block and pay bonuses, and may act on every
 worker a rule flags. Every action must show in the page, in the audit log and in the
-database; forged and token-less posts must not.
+database; forged and token-less posts must not. No action is ever chosen for the reviewer:
+a form without one is refused, and reject, soft-reject, block and bulk actions say what they
+would do and wait for a confirmation (with or without scripts).
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select
 
 from crowd.storage import (
+    Assignment,
     AssignmentState,
     Bonus,
     Database,
@@ -38,11 +42,14 @@ from tests.crowd.web.review_pages import (
     audit_rows,
     database_url_fixture,  # noqa: F401 (a fixture)
     db_state_fixture,  # noqa: F401 (a fixture)
+    fits,
     login,
     options,
     people_audit,
     played_fixture,  # noqa: F401 (a fixture)
     reviewed_fixture,  # noqa: F401 (a fixture)
+    shoot,
+    sized_page,
     worker_rows,
 )
 
@@ -110,7 +117,15 @@ def test_an_experimenter_blocks_unblocks_and_pays_a_bonus_once(
     page.goto(reviewed.worker_url("sim-careful-01"))
     offered = options(page, "#action option")
     assert offered == [
-        "", "approve", "soft_reject", "reject", "block", "unblock", "bonus", "note", "notify",
+        "",
+        "approve",
+        "soft_reject",
+        "reject",
+        "block",
+        "unblock",
+        "bonus",
+        "note",
+        "notify",
         "qualify",
     ]
 
@@ -224,7 +239,7 @@ def test_experimenter_rejects_every_worker_a_rule_flags(
     page.goto(reviewed.url("/audit"))
     shown = [r for r in audit_rows(page, STUDY_AUDIT) if r["actor"] == actor]
     assert sorted((r["action"], r["worker"]) for r in shown) == sorted(
-        [("bulk-reject", "")] + [("reject", str(w)) for w in failers]
+        [("bulk-reject", "")] + [("reject", f"sim:{f}") for f in FAILERS]
     )
 
 
@@ -261,4 +276,141 @@ def test_posts_without_the_csrf_token_are_refused_and_change_nothing(
     token = page.input_value("#act input[name=csrf]")
     done = page.request.post(act_url, form={**posts[0][1], "csrf": token}, max_redirects=0)
     assert done.status == 302
+    assert db_state() != before
+
+
+# -- 7. no action chosen for the reviewer; destructive ones confirmed first --------------------
+@pytest.mark.parametrize("width", [1280, 390])
+def test_no_action_is_chosen_for_the_reviewer_and_a_reject_is_confirmed_first(
+    browser: Any,
+    reviewed: Reviewed,
+    db: Database,
+    db_state: Callable[[], dict[str, Any]],
+    width: int,
+) -> None:
+    target = reviewed.workers["sim-careful-00"]
+    url = reviewed.worker_url("sim-careful-00")
+    with sized_page(browser, width) as page:
+        login(page, reviewed.base, REVIEWER)
+        page.goto(url)
+        assert fits(page, width)
+        # The menu starts on its placeholder; the button waits for a choice and says what comes.
+        assert page.input_value("#action") == ""
+        button = page.locator("#act button[type=submit]")
+        assert button.is_disabled() and button.inner_text() == "Choose an action first"
+        shoot(page, f"act-none-{width}")
+        page.select_option("#action", "approve")
+        assert button.is_enabled() and button.inner_text() == "Apply"
+        page.select_option("#action", "reject")
+        assert button.inner_text() == "Review and confirm…"
+        assert "nothing happens until you confirm" in page.inner_text("#act .next")
+        page.select_option("#action", "")
+        assert button.is_disabled()
+
+        # A form sent without an action is refused, naming the field, and changes nothing.
+        before = db_state()
+        token = page.input_value("#act input[name=csrf]")
+        for form in (
+            {"csrf": token, "reason": "no action at all"},
+            {"csrf": token, "action": "", "reason": "the placeholder"},
+            {"csrf": token, "action": "   ", "confirmed": "yes"},
+        ):
+            refused = page.request.post(f"{url}/act", form=form, max_redirects=0)
+            assert refused.status == 422, form
+            assert "action: choose an action in the menu" in refused.text()
+        bulk = page.request.post(
+            reviewed.url("/bulk"),
+            form={"csrf": token, "rule": "attention_failed", "reason": "x", "confirmed": "yes"},
+            max_redirects=0,
+        )
+        assert bulk.status == 422 and "action: choose an action" in bulk.text()
+        assert db_state() == before
+
+        # A reject shows what it would do, and does nothing until confirmed.
+        with db.session() as session:
+            submitted = session.scalar(
+                select(func.count(Assignment.id)).where(
+                    Assignment.worker_id == target, Assignment.state == AssignmentState.SUBMITTED
+                )
+            )
+        reason = "rushed <i>every</i> passage"
+        page.select_option("#action", "reject")
+        page.fill("#reason", reason)
+        with page.expect_navigation():
+            button.click()
+        assert page.inner_text("#confirm-title") == "Reject sim:sim-careful-00?"
+        consequences = page.inner_text("#consequences").splitlines()
+        assert (
+            consequences[0] == f"Their {submitted} submitted assignment(s) are rejected: not paid."
+        )
+        assert page.inner_text("#confirm-reason") == reason  # shown as text, not markup
+        assert fits(page, width)
+        shoot(page, f"confirm-reject-{width}")
+        assert db_state() == before
+
+        # Cancel goes back with nothing done; confirming does it.
+        with page.expect_navigation():
+            page.click("#cancel")
+        assert page.url == url and page.inner_text("#status") == "active"
+        assert db_state() == before
+        message = act(page, "reject", reason)
+        assert message == f"rejected {submitted} assignment(s); worker excluded"
+        assert page.inner_text("#status") == "rejected"
+    assert assignment_states(db, reviewed.study_id, target) == {AssignmentState.REJECTED}
+    entries = people_audit(db, reviewed.study_id)
+    assert [(e.action, e.worker_id, e.reason) for e in entries] == [("reject", target, reason)]
+
+
+def test_the_forms_and_confirmations_work_without_scripts(
+    browser: Any, reviewed: Reviewed, db: Database, db_state: Callable[[], dict[str, Any]]
+) -> None:
+    target = reviewed.workers["sim-careful-01"]
+    url = reviewed.worker_url("sim-careful-01")
+    with sized_page(browser, 390, scripts=False) as page:
+        login(page, reviewed.base, EXPERIMENTER)
+        page.goto(url)
+        # Without the script the button is live, but the browser will not send the placeholder.
+        before = db_state()
+        page.click("#act button[type=submit]")
+        assert page.url == url
+        assert page.eval_on_selector("#action", "menu => menu.validity.valueMissing") is True
+        assert db_state() == before
+
+        # A block is confirmed on its own page, which needs no script either.
+        page.select_option("#action", "block")
+        page.fill("#reason", "shared an account")
+        with page.expect_navigation():
+            page.click("#act button[type=submit]")
+        assert "no more work in any of your studies" in page.inner_text("#consequences")
+        shoot(page, "confirm-block-noscript-390")
+        assert db_state() == before
+        with page.expect_navigation():
+            page.click("#confirm button[type=submit]")
+        assert page.inner_text("p.flash") == "blocked from every study of this experimenter"
+        assert page.inner_text("#status") == "blocked"
+    with db.session() as session:
+        assert [b.worker_id for b in session.scalars(select(WorkerBlock))] == [target]
+
+
+def test_a_bulk_action_lists_the_workers_before_it_is_taken(
+    page: Any, reviewed: Reviewed, db_state: Callable[[], dict[str, Any]]
+) -> None:
+    login(page, reviewed.base, EXPERIMENTER)
+    page.goto(reviewed.url())
+    before = db_state()
+    page.select_option("#bulk select[name=rule]", "attention_failed")
+    page.select_option("#bulk select[name=action]", "soft_reject")
+    page.fill("#bulk input[name=reason]", "failed the checks")
+    with page.expect_navigation():
+        page.click("#bulk button[type=submit]")
+    assert page.inner_text("#confirm-title") == (
+        "Soft-reject every worker the rule attention_failed flags?"
+    )
+    assert page.inner_text("#targets").splitlines() == sorted(f"sim:{f}" for f in FAILERS)
+    assert "left out of the analyses" in page.inner_text("#consequences")
+    shoot(page, "confirm-bulk-1280")
+    assert db_state() == before
+    with page.expect_navigation():
+        page.click("#confirm button[type=submit]")
+    assert page.inner_text("p.flash") == "soft_reject on 2 worker(s) flagged by attention_failed"
     assert db_state() != before

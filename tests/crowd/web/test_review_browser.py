@@ -2,8 +2,9 @@
 
 A small simulated crowd plays a boundary study over HTTP (two attention failers among them),
 QC runs on what they did, and people log in to look at the workers: who may see the study,
-the workers table with its evidence and sorting, and a reviewer's soft-reject of one worker,
-which must show in the page, in the audit log and in the database. The set-up and the page
+the workers table with its evidence and sorting, a reviewer's soft-reject of one worker,
+which must show in the page, in the audit log and in the database, and the evidence, answers
+and audit log in words (at a desktop's and a phone's width). The set-up and the page
 helpers are in review_pages.py; who may do what, bulk actions and CSRF are tested in
 test_review_actions_browser.py.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select
 
 from crowd.storage import (
@@ -20,6 +22,7 @@ from crowd.storage import (
     AssignmentState,
     Database,
     Decision,
+    Item,
     Response,
     StudyWorker,
     Worker,
@@ -30,6 +33,7 @@ from tests.crowd.web.review_pages import (
     FAILERS,
     OUTSIDER,
     PASSWORD,
+    RAW,
     REVIEWER,
     STUDY_AUDIT,
     WORKER_AUDIT,
@@ -41,10 +45,13 @@ from tests.crowd.web.review_pages import (
     cells,
     database_url_fixture,  # noqa: F401 (a fixture)
     db_state_fixture,  # noqa: F401 (a fixture)
+    fits,
     login,
     people_audit,
     played_fixture,  # noqa: F401 (a fixture)
     reviewed_fixture,  # noqa: F401 (a fixture)
+    shoot,
+    sized_page,
     worker_rows,
 )
 
@@ -219,7 +226,7 @@ def test_reviewer_soft_rejects_a_worker_with_a_reason(
     mine = [r for r in audit_rows(page, STUDY_AUDIT) if r["actor"].startswith("reviewer:")]
     assert len(mine) == 1
     assert mine[0]["action"] == "soft-reject" and mine[0]["reason"] == reason
-    assert mine[0]["worker"] == str(target)
+    assert mine[0]["worker"] == "sim:sim-always_human-00"
     assert mine[0]["details"] == f"assignments paid: {n_assignments}"
 
     page.goto(reviewed.url())
@@ -250,3 +257,109 @@ def test_reviewer_soft_rejects_a_worker_with_a_reason(
                 AssignmentState.SUBMITTED
             }, external_id
 
+
+# -- 4. the pages read as words ----------------------------------------------------------------
+def boundary_answers(db: Database, worker_id: int) -> dict[int, tuple[str, int, int]]:
+    """Response id -> (item kind, guess, number of sentences) of the worker's answers."""
+    with db.session() as session:
+        found = session.execute(
+            select(Response.id, Item.kind, Response.answer, Item.content)
+            .join(Item, Item.id == Response.item_id)
+            .where(Response.worker_id == worker_id)
+        ).all()
+    return {
+        response_id: (str(kind), int(answer["guess"]), len(content["sentences"]))
+        for response_id, kind, answer, content in found
+    }
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_workers_evidence_and_answers_read_as_words(
+    browser: Any, reviewed: Reviewed, db: Database, width: int
+) -> None:
+    failer = sorted(FAILERS)[0]
+    with sized_page(browser, width) as page:
+        login(page, reviewed.base, REVIEWER)
+        page.goto(reviewed.worker_url(failer))
+        shoot(page, f"worker-{width}")
+        assert fits(page, width)
+        assert not RAW.search(page.inner_text("main")), page.inner_text("main")
+
+        figures = {row[0]: row[1] for row in cells(page, "#evidence tr")}
+        assert figures["Responses"].isdigit()
+        failed, checks = map(
+            int, re.fullmatch(r"failed (\d+) of (\d+)", figures["Attention checks"]).groups()
+        )
+        assert 1 <= failed <= checks
+        assert re.fullmatch(r"\d+ of \d+ \(\d+%\)", figures["Too fast to read"])
+        assert figures["Gold items"] == "none answered yet"
+        assert figures["Estimated accuracy"] == "50% (the prior alone)"
+
+        # Every answer in the boundary's terms, sentences counted from 1 as the worker saw them.
+        stored = boundary_answers(db, reviewed.workers[failer])
+        shown = page.eval_on_selector_all(
+            "#answers tr[id^=response-]",
+            "rows => rows.map(r => [r.id, r.querySelector('td.answer').firstChild.textContent,"
+            " r.cells[4].innerText])",
+        )
+        assert len(shown) == len(stored) == int(figures["Responses"])
+        for row_id, answer, seconds in shown:
+            kind, guess, n = stored[int(row_id.removeprefix("response-"))]
+            human = f"all {n} sentences human"
+            assert answer == (human if guess == n else f"machine from sentence {guess + 1} of {n}")
+            assert re.fullmatch(r"\d+\.\d s|\d+ min( \d+ s)?", seconds), seconds
+
+        # Each failed check is a line saying what was answered and what the check asked for,
+        # linked to its answer in the table.
+        said = r"(machine from sentence \d+ of \d+|all \d+ sentences human)"
+        lines = page.locator("section[data-signal=attention_failed] li")
+        assert lines.count() == failed
+        for i in range(failed):
+            line = lines.nth(i)
+            assert re.fullmatch(rf"item [\w-]+: answered {said}; the check asked for {said}",
+                                line.inner_text()), line.inner_text()  # fmt: skip
+            target = line.locator("a").get_attribute("href")
+            assert target.startswith("#response-")
+            row = cells(page, f"#answers tr{target}")[0]
+            assert (row[2], row[6]) == ("attention", "failed")
+            assert row[3].splitlines()[1].startswith("expected: ")
+        with page.expect_navigation():
+            lines.first.locator("a").click()
+        assert page.url.endswith(lines.first.locator("a").get_attribute("href"))
+
+        # The audit trail: the rule's numbers as lines, the time in words.
+        trail = audit_rows(page, WORKER_AUDIT)
+        rule = next(r for r in trail if r["actor"] == "rule:attention_failed")
+        assert rule["action"] == "soft-block"
+        assert rule["details"].splitlines() == [
+            f"attention failed: {failed}",
+            f"attention checks: {checks}",
+        ]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", rule["when"])
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_workers_table_and_audit_log_read_as_words(
+    browser: Any, reviewed: Reviewed, width: int
+) -> None:
+    with sized_page(browser, width) as page:
+        login(page, reviewed.base, REVIEWER)
+        page.goto(reviewed.url())
+        shoot(page, f"workers-{width}")
+        assert fits(page, width)
+        assert not RAW.search(page.inner_text("main"))
+        for row in worker_rows(page):
+            # No gold in this study: no accuracy, and no posterior that is only the prior.
+            assert row["Gold accuracy"] == row["Gold posterior"] == "–", row
+            assert row["Longest run"].isdigit()
+
+        page.goto(reviewed.url("/audit"))
+        shoot(page, f"audit-{width}")
+        assert fits(page, width)
+        assert not RAW.search(page.inner_text("main"))
+        entries = audit_rows(page, STUDY_AUDIT)
+        assert entries and all(re.fullmatch(r"[\d-]+ [\d:]+ UTC", e["when"]) for e in entries)
+        # Workers by name, linked to their page; actions as words.
+        names = {f"sim:{external}" for external in reviewed.workers}
+        assert {e["worker"] for e in entries} <= names
+        assert {e["action"] for e in entries} <= {"soft-block", "flag", "stop"}
