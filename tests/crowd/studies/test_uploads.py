@@ -146,7 +146,7 @@ def test_csv_cells_take_json_or_plain_lists_numbers_as_text_and_numbered_columns
     table = (
         "\ufeffid;query;candidates;policies;best;kind;meta.utility;meta.note\n"
         'q1;Once;"[""a"", ""b""]";x|y;1.0;gold;[1, 2];{"deep": true}\n'
-        "q2;Twice;c | d |e;;;;0.5|-1,5|3;plain text\n"
+        "q2; Twice ;c | d |e;;;;0.5|-1.5|3; plain text \n"
         'q3;Thrice;"e\n\nf\n";"x\ny";;;;\n'
     )
     preview = _check(db, study_id, table)
@@ -160,6 +160,7 @@ def test_csv_cells_take_json_or_plain_lists_numbers_as_text_and_numbered_columns
                                    "policies": ["x", "y"]}  # fmt: skip
     assert items["q2"]["content"]["candidates"] == ["c", "d", "e"]
     assert items["q2"]["meta"]["utility"] == [0.5, -1.5, 3]
+    assert items["q2"]["meta"]["note"] == "plain text"  # the spaces around a cell go
     assert items["q3"]["content"]["candidates"] == ["e", "f"]
     assert items["q3"]["meta"]["policies"] == ["x", "y"]
     numbered = _study(db, "boundary")
@@ -192,13 +193,17 @@ def test_each_bad_line_is_named_with_its_field_and_nothing_is_stored(db: Databas
         "f,One.|Two.,1,,news,extra\n"  # 11: a cell past the header
         "\n"
         ",One.|Two.,1,,\n"  # 13: no id
+        f"{'x' * 201},One.|Two.,1,,\n"  # 14: longer than the items table holds
+        f"g,One.|Two.,1,,{'c' * 101}\n"  # 15: so is the category
+        "h,One.|Two.,1.5,,\n"  # 16: not whole
     )
     preview = _check(db, study_id, table)
-    assert (preview["total"], preview["valid"], preview["invalid"]) == (9, 1, 8)
+    assert (preview["total"], preview["valid"], preview["invalid"]) == (12, 1, 11)
     problems = _problems(preview)
     assert [(line, field) for line, field, _ in problems] == [
         (5, "boundary"), (6, "boundary"), (7, "id"), (8, "id"), (9, "meta"),
-        (10, "sentences"), (11, None), (13, "id"),
+        (10, "sentences"), (11, None), (13, "id"), (14, "id"), (15, "category"),
+        (16, "boundary"),
     ]  # fmt: skip
     messages = dict((line, error) for line, _, error in problems)
     assert "'two' is not a whole number" in messages[5]
@@ -210,7 +215,7 @@ def test_each_bad_line_is_named_with_its_field_and_nothing_is_stored(db: Databas
     with pytest.raises(InvalidItem) as refused:
         _store(db, study_id, table)
     assert refused.value.where == "line 5, boundary"
-    assert "7 more lines have problems" in refused.value.message
+    assert "10 more lines have problems" in refused.value.message
     assert set(_items(db, study_id)) == {"old"}
 
 
@@ -248,8 +253,8 @@ def test_a_file_that_cannot_be_read_is_refused_naming_the_line(db: Database) -> 
     gap = _check(db, study_id, "id,sentences.0,sentences.2,boundary\na,One.,Three.,1\n")
     assert _problems(gap)[0][:2] == (2, "sentences") and "sentences.1 is empty" in gap[
         "lines"][0]["error"]  # fmt: skip
-    for text in ("", "\n \n", "id,sentences,boundary\n\n"):
-        with pytest.raises(ValidationError, match="no items|empty"):
+    for text in ("", "\n \n", "id,sentences,boundary\n\n", ",,,\n"):
+        with pytest.raises(ValidationError, match="no items|empty|no header"):
             _check(db, study_id, text)
     assert _items(db, study_id) == {}
 
