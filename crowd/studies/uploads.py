@@ -19,11 +19,18 @@ from sqlalchemy.orm import Session
 from crowd.exceptions import InvalidItem, StudyNotOpen, ValidationError
 from crowd.storage import Item, Study, StudyStatus
 from crowd.studies.item_files import COLUMNS, Entry, decode, detect_format, read_entries
-from crowd.studies.lifecycle import MAX_ITEMS_PER_IMPORT, import_items, strict_json
+from crowd.studies.lifecycle import (
+    MAX_ITEMS_PER_IMPORT,
+    import_items,
+    json_position,
+    strict_json,
+)
 from tasks import HitType, ItemSpec, get_hit_type
 from tasks.base import ITEM_KINDS
 
-__all__ = ["check_items", "check_records", "decode", "detect_format", "store_items"]
+__all__ = [
+    "check_items", "check_records", "decode", "detect_format", "store_items", "store_records",
+]  # fmt: skip
 SUMMARY_CHARS = 80
 # The items table's limits (crowd.storage.studies.Item).
 MAX_ID_CHARS, MAX_CATEGORY_CHARS = 200, 100
@@ -188,6 +195,18 @@ def check_records(session: Session, study: Study, records: list[dict[str, Any]])
         raise ValidationError(f"at most {MAX_ITEMS_PER_IMPORT} items per import: split the file")
     check_entries(session, study, entries)
     return preview("json", entries)
+
+
+def store_records(session: Session, study: Study, records: list[dict[str, Any]]) -> int:
+    """Store items given as JSON objects, all or none; InvalidItem names the first bad one
+    by its place (items[2].boundary)."""
+    entries = [Entry(index + 1, dict(record)) for index, record in enumerate(records)]
+    check_entries(session, study, entries)
+    bad = next((entry for entry in entries if entry.error is not None), None)
+    if bad is not None:
+        field = f".{bad.field}" if bad.field else ""
+        raise InvalidItem(str(bad.error), f"{json_position(bad.line - 1)}{field}")
+    return import_items(session, study, records, json_position)
 
 
 def store_items(

@@ -182,7 +182,7 @@ def import_items(study_id: int) -> Any:
     with platform().db.session() as session:
         study = studies.get_study(session, study_id, current_experimenter(session))
         if isinstance(body, NewItems):
-            added = studies.import_items(session, study, body.items, studies.json_position)
+            added = uploads.store_records(session, study, body.items)
         else:
             added = uploads.store_items(session, study, *body, loads=loads)
         return {"added": added}, 201

@@ -98,6 +98,15 @@ def test_json_lines_and_json_bodies_are_checked_too(
     ]  # fmt: skip
     typo = client.post(f"{url}/items/check", headers=auth, json={"item": []})
     assert typo.status_code == 422
+    # Stored from a JSON body, a bad item is named by its place and the field.
+    for items, field in (
+        ([passage("a", 2), passage("x" * 201, 2)], "items[1].id"),  # past the items table's 200
+        ([passage("a", 2), passage("a", 3)], "items[1].id"),
+        ([passage("a", 2, category="c" * 101)], "items[0].category"),
+        ([passage("a", 9)], "items[0].boundary"),
+    ):
+        refused = client.post(f"{url}/items", headers=auth, json={"items": items})
+        assert refused.status_code == 422 and refused.get_json()["field"] == field, field
     assert _items(client, auth, url) == {}
 
 
