@@ -6,14 +6,15 @@ from functools import lru_cache
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-from werkzeug.security import check_password_hash, generate_password_hash
 
-from crowd.exceptions import AuthenticationError, ValidationError
+from crowd.exceptions import AuthenticationError, ConfigurationError, NotFound, ValidationError
 from crowd.security import api_key_matches, generate_api_key, split_api_key
 from crowd.storage import ApiKey, Experimenter, Role, User, utcnow
 
 
 def get_or_create_experimenter(session: Session, name: str) -> Experimenter:
+    """The experimenter called `name`, created if new: only for what creates one on purpose
+    (`crowd keys create NAME`); everything else looks them up (find_experimenter)."""
     name = name.strip()
     if not name or len(name) > 200:
         raise ValidationError("an experimenter name is 1 to 200 characters", "name")
@@ -23,6 +24,48 @@ def get_or_create_experimenter(session: Session, name: str) -> Experimenter:
         session.add(experimenter)
         session.flush()
     return experimenter
+
+
+def find_experimenter(session: Session, name: str) -> Experimenter:
+    """The experimenter called `name`, or NotFound saying how to create them."""
+    name = name.strip()
+    found = session.scalar(select(Experimenter).where(Experimenter.name == name)) if name else None
+    if found is None:
+        shown = name if name and name.isprintable() and " " not in name else repr(name)
+        raise NotFound(
+            f"no experimenter {name!r}: create them with `crowd keys create {shown}` "
+            "(the ones there are: `crowd keys list`)"
+        )
+    return found
+
+
+# How many experimenters' names an error lists before it says "...".
+NAMES_SHOWN = 5
+
+
+def acting_experimenter(session: Session, name: str | None) -> Experimenter:
+    """The experimenter called `name`; without a name, the only experimenter there is. No
+    experimenter, or several and no name, is an error saying what to run: nobody is made
+    up (the CLI acts as this experimenter: `crowd --as NAME` or CROWD_EXPERIMENTER)."""
+    if name is not None and name.strip():
+        return find_experimenter(session, name)
+    found = list(
+        session.scalars(select(Experimenter).order_by(Experimenter.id).limit(NAMES_SHOWN + 1))
+    )
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ConfigurationError(
+            "no experimenter yet: create yours with `crowd keys create NAME` (then the CLI "
+            "acts as NAME)"
+        )
+    names = ", ".join(e.name for e in found[:NAMES_SHOWN]) + (
+        ", ..." if len(found) > NAMES_SHOWN else ""
+    )
+    raise ConfigurationError(
+        f"several experimenters ({names}): say which one the CLI acts as with "
+        "`crowd --as NAME ...` or CROWD_EXPERIMENTER=NAME (all of them: `crowd keys list`)"
+    )
 
 
 def create_api_key(session: Session, name: str) -> str:
@@ -70,6 +113,9 @@ def create_user(
     session: Session, experimenter_name: str, name: str, role: str, password: str
 ) -> User:
     """A login to the reviewer UI for one experimenter's studies; the password is hashed."""
+    # werkzeug where passwords are hashed only: `crowd keys list` need not load it.
+    from werkzeug.security import generate_password_hash
+
     name = name.strip()
     if not name or len(name) > 100 or not name.replace("-", "").replace("_", "").isalnum():
         raise ValidationError("a user name is 1 to 100 letters, digits, - or _", "name")
@@ -93,6 +139,8 @@ def create_user(
 
 def check_login(session: Session, name: str, password: str) -> User:
     """The user with this name and password, or AuthenticationError (the same for both)."""
+    from werkzeug.security import check_password_hash
+
     user = session.scalar(select(User).where(User.name == name.strip()))
     # Hash even for unknown names, so response time does not tell which names exist.
     stored = user.password_hash if user is not None else _dummy_hash()
@@ -103,4 +151,6 @@ def check_login(session: Session, name: str, password: str) -> User:
 
 @lru_cache(maxsize=1)
 def _dummy_hash() -> str:
+    from werkzeug.security import generate_password_hash
+
     return generate_password_hash("not-a-real-password")

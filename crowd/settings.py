@@ -41,6 +41,9 @@ class Settings:
     # Whether webhooks and callbacks may go to loopback or private addresses (development,
     # tests, receivers inside one's own network); off, so experimenters cannot reach ours.
     delivery_allow_private: bool = False
+    # The experimenter the CLI acts as (CROWD_EXPERIMENTER; `crowd --as NAME` wins); None:
+    # the only one in the database. The web app knows its experimenter from the request.
+    experimenter: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -89,6 +92,7 @@ class Settings:
             platform_sync_interval=_seconds(env, "CROWD_PLATFORM_SYNC_INTERVAL", 300),
             delivery_allow_private=env.get("CROWD_DELIVERY_ALLOW_PRIVATE", "").lower()
             in ("1", "true", "yes"),
+            experimenter=env.get("CROWD_EXPERIMENTER", "").strip() or None,
         )
 
     def with_changes(self, **changes: object) -> Settings:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from crowd.cli.common import handle_errors, open_database
+from crowd.cli.common import handle_errors, open_database, study_of_cli
 
 # Defaults and help come from LLMEvalConfig, so the CLI and the job cannot drift apart; the
 # config module imports no torch, so `crowd --help` stays fast.
@@ -123,6 +123,7 @@ def llm_eval(
     config, sweep, group = split_options(options)
     settings, db = open_database()
     with db.read_session() as session:
+        study_of_cli(session, settings, study_id)
         likert_study(session, study_id)  # a wrong study fails now, not in the worker
     if queued:
         # The worker runs elsewhere (another directory, maybe another machine): an absolute

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from crowd.cli.common import handle_errors, open_database
+from crowd.cli.common import handle_errors, open_database, study_of_cli
 from crowd.exceptions import PaymentUnknown
 
 
@@ -54,6 +54,8 @@ def platform_group(name: str, label: str, task_word: str, note: str = "") -> cli
         from crowd.security import WorkerSigner
 
         settings, db = open_database()
+        with db.read_session() as session:
+            study_of_cli(session, settings, study_id)
         report = sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
         click.echo(json.dumps(report.to_json(), indent=2))
 
@@ -64,11 +66,12 @@ def platform_group(name: str, label: str, task_word: str, note: str = "") -> cli
     def expire(study_id: int, task_id: str | None) -> None:
         """Close the study's tasks to new workers (work in progress goes on)."""
         from crowd.platforms import publishing
-        from crowd.studies.lifecycle import get_study
 
         settings, db = open_database()
         with db.session() as session:
-            done = publishing.expire(session, settings, get_study(session, study_id), name, task_id)
+            done = publishing.expire(
+                session, settings, study_of_cli(session, settings, study_id), name, task_id
+            )
         click.echo(f"expired {done} {task_word}(s)")
 
     @group.command("extend")
@@ -80,11 +83,10 @@ def platform_group(name: str, label: str, task_word: str, note: str = "") -> cli
     def extend(study_id: int, hours: float, places: int, task_id: str | None) -> None:
         """Keep the study's tasks open longer and/or add places."""
         from crowd.platforms import publishing
-        from crowd.studies.lifecycle import get_study
 
         settings, db = open_database()
         with db.session() as session:
-            study = get_study(session, study_id)
+            study = study_of_cli(session, settings, study_id)
             done = publishing.extend(
                 session, settings, study, name, task_id, int(hours * 3600), places
             )
@@ -105,11 +107,10 @@ def platform_group(name: str, label: str, task_word: str, note: str = "") -> cli
         from crowd.platforms.actions import retry_failed
         from crowd.platforms.overview import actions as platform_actions
         from crowd.storage import PlatformAction
-        from crowd.studies.lifecycle import get_study
 
-        _settings, db = open_database()
+        settings, db = open_database()
         with db.session() as session:
-            study = get_study(session, study_id)
+            study = study_of_cli(session, settings, study_id)
             if retry:
                 click.echo(f"queued {retry_failed(session, study)} failed call(s) again")
             rows = [row for row in platform_actions(session, study) if row["provider"] == name]

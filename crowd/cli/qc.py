@@ -6,7 +6,7 @@ import json
 
 import click
 
-from crowd.cli.common import handle_errors, open_database
+from crowd.cli.common import handle_errors, open_database, study_of_cli
 
 METHODS = ("majority_vote", "dawid_skene", "mace", "ordinal_mean", "first_change", "bradley_terry")
 
@@ -22,11 +22,10 @@ def qc() -> None:
 def refresh(study_id: int) -> None:
     """Recompute every worker's evidence and let the study's rules act (audited)."""
     from crowd.quality import standing as quality
-    from crowd.studies.lifecycle import get_study
 
-    _, db = open_database()
+    settings, db = open_database()
     with db.session() as session:
-        n = quality.refresh_study(session, get_study(session, study_id))
+        n = quality.refresh_study(session, study_of_cli(session, settings, study_id))
     click.echo(f"refreshed the QC standing of {n} worker(s)")
 
 
@@ -45,11 +44,10 @@ def aggregate(study_id: int, methods: tuple[str, ...], full: bool) -> None:
     """Aggregate repeated labels and store labels and worker skills per method."""
     from crowd.quality import labels
     from crowd.quality import standing as quality
-    from crowd.studies.lifecycle import get_study
 
-    _, db = open_database()
+    settings, db = open_database()
     with db.session() as session:
-        study = get_study(session, study_id)
+        study = study_of_cli(session, settings, study_id)
         quality.refresh_study(session, study)
         summary = labels.aggregate_study(
             session, study, filtered=not full, methods=methods or METHODS
@@ -68,11 +66,10 @@ def aggregate(study_id: int, methods: tuple[str, ...], full: bool) -> None:
 def promote_gold(study_id: int, min_agreeing: int, min_share: float, dry_run: bool) -> None:
     """Turn real items into gold where trusted workers agree (their answer becomes gold)."""
     from crowd.quality import labels
-    from crowd.studies.lifecycle import get_study
 
-    _, db = open_database()
+    settings, db = open_database()
     with db.session() as session:
-        study = get_study(session, study_id)
+        study = study_of_cli(session, settings, study_id)
         try:
             promoted = labels.promote(
                 session, study, "cli", min_agreeing, min_share, dry_run=dry_run

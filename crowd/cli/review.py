@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from crowd.cli.common import handle_errors, open_database
+from crowd.cli.common import acting_experimenter, handle_errors, open_database, study_of_cli
 
 
 def _reviewer(name: str | None) -> Any:
@@ -19,9 +19,11 @@ def _reviewer(name: str | None) -> Any:
     return Reviewer(name or f"cli-{getpass.getuser()}", Role.EXPERIMENTER)
 
 
+# --as is the older spelling (`crowd --as NAME` picks the experimenter the CLI acts as).
 as_option = click.option(
-    "--as", "actor", default=None, help="Name recorded in the audit log (default: cli-$USER)."
-)
+    "--actor", "--as", "actor", default=None, metavar="NAME",
+    help="Name recorded in the audit log (default: cli-$USER).",
+)  # fmt: skip
 
 
 @click.group()
@@ -42,11 +44,10 @@ def workers(study_id: int, sort: str, as_json: bool) -> None:
     """List the study's workers with their QC evidence, rules firing and standing."""
     from crowd import review
     from crowd.quality import standing as quality
-    from crowd.studies.lifecycle import get_study
 
-    _, db = open_database()
+    settings, db = open_database()
     with db.session() as session:
-        study = get_study(session, study_id)
+        study = study_of_cli(session, settings, study_id)
         quality.refresh_study(session, study)
         table = review.worker_table(session, study, sort)
     if as_json:
@@ -73,22 +74,20 @@ def workers(study_id: int, sort: str, as_json: bool) -> None:
 def show(study_id: int, worker_id: int) -> None:
     """One worker's evidence, answers in order and audit trail, as JSON."""
     from crowd import review
-    from crowd.studies.lifecycle import get_study
 
-    _, db = open_database()
+    settings, db = open_database()
     with db.session() as session:
-        study = get_study(session, study_id)
+        study = study_of_cli(session, settings, study_id)
         click.echo(json.dumps(review.worker_history(session, study, worker_id), indent=2))
 
 
 def _act(study_id: int, worker_ids: tuple[int, ...], action: str, actor: str | None,
          **params: Any) -> None:  # fmt: skip
     from crowd import review
-    from crowd.studies.lifecycle import get_study
 
-    _, db = open_database()
+    settings, db = open_database()
     with db.session() as session:
-        study = get_study(session, study_id)
+        study = study_of_cli(session, settings, study_id)
         reviewer = _reviewer(actor)
         outcomes = [
             review.act(session, study, worker_id, action, reviewer, params)
@@ -211,11 +210,10 @@ def bulk(study_id: int, rule: str, action: str, reason: str, actor: str | None) 
     """Apply one action to every worker a rule fires on (e.g. soft-reject all too_fast)."""
     from crowd import review
     from crowd.quality import standing as quality
-    from crowd.studies.lifecycle import get_study
 
-    _, db = open_database()
+    settings, db = open_database()
     with db.session() as session:
-        study = get_study(session, study_id)
+        study = study_of_cli(session, settings, study_id)
         quality.refresh_study(session, study)
         outcomes = review.bulk(session, study, rule, action, _reviewer(actor), {"reason": reason})
     click.echo(f"{action}: {len(outcomes)} worker(s) on whom {rule} fires")
@@ -231,11 +229,10 @@ def bulk(study_id: int, rule: str, action: str, reason: str, actor: str | None) 
 def audit(study_id: int, worker_id: int | None, limit: int) -> None:
     """The study's audit log: every automatic and manual QC action, newest first."""
     from crowd import review
-    from crowd.studies.lifecycle import get_study
 
-    _, db = open_database()
+    settings, db = open_database()
     with db.session() as session:
-        get_study(session, study_id)
+        study_of_cli(session, settings, study_id)
         entries = [
             review.audit_row(e) for e in review.audit_log(session, study_id, worker_id, limit)
         ]
@@ -258,17 +255,24 @@ def users() -> None:
 @click.option(
     "--experimenter",
     "experimenter_name",
-    required=True,
-    help="Whose studies the user reviews (the name used with `crowd keys create`).",
+    default=None,
+    help="Whose studies the user reviews (a name from `crowd keys list`; default: the "
+    "experimenter the CLI acts as).",
 )
 @click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True,
               help="At least 10 characters (prompted when not given).")  # fmt: skip
 @handle_errors
-def create_user(name: str, role: str, experimenter_name: str, password: str) -> None:
+def create_user(name: str, role: str, experimenter_name: str | None, password: str) -> None:
     """Create a login NAME for the reviewer UI."""
     from crowd.accounts import create_user as create
+    from crowd.accounts import find_experimenter
 
-    _, db = open_database()
+    settings, db = open_database(hit_types=False)
     with db.session() as session:
-        user = create(session, experimenter_name, name, role, password)
-        click.echo(f"user {user.name} ({user.role}) reviews the studies of {experimenter_name}")
+        owner = (
+            find_experimenter(session, experimenter_name)
+            if experimenter_name is not None
+            else acting_experimenter(session, settings)
+        )
+        user = create(session, owner.name, name, role, password)
+        click.echo(f"user {user.name} ({user.role}) reviews the studies of {owner.name}")

@@ -1,54 +1,113 @@
-"""crowd study create | import | publish | status | export | report."""
+"""crowd study create | import | import-annotations | publish | list | status | export |
+report (pause, resume, close, archive and unarchive: crowd/cli/study_states.py).
+
+Every command acts as one experimenter (crowd.cli.common.acting_experimenter) and reaches
+only their studies."""
 
 from __future__ import annotations
 
-import getpass
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import click
 
-from crowd.cli.common import handle_errors, open_database
+from crowd.cli.common import (
+    acting_experimenter,
+    handle_errors,
+    open_database,
+    progress,
+    study_of_cli,
+)
+from crowd.cli.study_states import STATE_COMMANDS
 from crowd.exceptions import ValidationError
 from tasks.base import LIVE_RATER_GROUP
 
 
 @click.group()
 def study() -> None:
-    """Create, fill, publish and follow studies (the CLI acts with database access)."""
+    """Create, fill, publish and follow your studies.
+
+    Yours: the studies of the experimenter the CLI acts as (`crowd --as NAME`,
+    CROWD_EXPERIMENTER, or the only experimenter there is)."""
+
+
+for _command in STATE_COMMANDS:
+    study.add_command(_command)
 
 
 def _config(value: str | None) -> dict[str, object]:
+    from crowd.studies.lifecycle import strict_json
+
     if not value:
         return {}
     text = Path(value[1:]).read_text() if value.startswith("@") else value
     try:
-        config = json.loads(text)
+        config = strict_json(text)
     except json.JSONDecodeError as error:
         raise ValidationError(f"--config is not valid JSON: {error.msg}") from None
+    except ValueError as error:  # NaN, Infinity
+        raise ValidationError(f"--config is not valid JSON: {error}") from None
     if not isinstance(config, dict):
         raise ValidationError("--config must be a JSON object")
+    _storable(config, "--config")
     return config
+
+
+def _storable(value: Any, where: str) -> None:
+    """Refuse the texts a database refuses (PostgreSQL: NUL in JSON; any: lone surrogates),
+    so that a create fails before its INSERT, not in it (as the web API's bodies do)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValidationError("a text holds a NUL character (\\u0000)", where)
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError("a text holds a lone surrogate (not UTF-8)", where) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _storable(key, where)
+            _storable(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            _storable(item, f"{where}[{n}]")
 
 
 @study.command("create")
 @click.option("--name", required=True, help="A name for the study.")
 @click.option("--type", "hit_type", default="boundary", show_default=True, help="HIT type.")
 @click.option("--config", "config", help="Study config as JSON, or @FILE.")
-@click.option("--experimenter", default=getpass.getuser, help="Owner (default: your user name).")
+# Before `crowd --as`: the owner. Hidden, and no longer a way to make up an experimenter.
+@click.option("--experimenter", default=None, hidden=True)
 @handle_errors
-def create(name: str, hit_type: str, config: str | None, experimenter: str) -> None:
-    """Create a study and print its id."""
-    from crowd.accounts import get_or_create_experimenter
+def create(name: str, hit_type: str, config: str | None, experimenter: str | None) -> None:
+    """Create a study of yours; print its id.
+
+    The study belongs to the experimenter the CLI acts as. Its id goes to stdout (for
+    scripts: STUDY=$(crowd study create ...)), what was created to stderr. A create that
+    fails writes nothing."""
+    from crowd.accounts import find_experimenter
     from crowd.studies.lifecycle import create_study
 
-    _settings, db = open_database()
+    settings, db = open_database()
+    options = _config(config)  # checked before any database work
+    _storable(name, "--name")
     with db.session() as session:
-        owner = get_or_create_experimenter(session, experimenter)
-        created = create_study(session, owner, name, hit_type, _config(config))
-        click.echo(created.id)
+        owner = (
+            find_experimenter(session, experimenter)
+            if experimenter is not None
+            else acting_experimenter(session, settings)
+        )
+        created = create_study(session, owner, name, hit_type, options)
+        study_id, owner_name, kind, title = created.id, owner.name, created.hit_type, created.name
+    # Printed once committed: an id on the screen is a study in the database.
+    click.echo(study_id)
+    progress(
+        f"created study {study_id} {title!r} ({kind}) for {owner_name}; add items with "
+        f"`crowd study import {study_id} FILE`"
+    )
 
 
 @study.command("import")
@@ -69,24 +128,29 @@ def import_(study_id: int, path: str, fmt: str, check: bool) -> None:
     entry per line of the cell (or separated by |), dotted columns such as meta.source.
     """
     from crowd.studies import uploads
-    from crowd.studies.lifecycle import get_study
 
-    _settings, db = open_database()
+    settings, db = open_database()
     data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     filename = None if path == "-" else path
+    started = time.monotonic()
     try:
         text = uploads.decode(data)
         if check:
             with db.read_session() as session:
-                found = uploads.check_items(session, get_study(session, study_id), text, fmt,
-                                            filename)  # fmt: skip
+                found = uploads.check_items(session, study_of_cli(session, settings, study_id),
+                                            text, fmt, filename)  # fmt: skip
         else:
             with db.session() as session:
-                added = uploads.store_items(session, get_study(session, study_id), text, fmt,
-                                            filename)  # fmt: skip
+                into = study_of_cli(session, settings, study_id)
+                lines = text.count("\n")
+                progress(f"read {len(data):,} bytes, {lines:,} lines; checking every item for "
+                         f"study {study_id} {into.name!r} ({into.hit_type}), then storing all "
+                         "or none...")  # fmt: skip
+                added = uploads.store_items(session, into, text, fmt, filename)
     except ValidationError as error:
         raise click.ClickException(f"{path}: {error}") from None
     if not check:
+        progress(f"stored {added:,} items in {time.monotonic() - started:.1f} s")
         click.echo(f"added {added} items to study {study_id}")
         return
     for line in found["lines"]:
@@ -154,18 +218,23 @@ def import_annotations(
     best (comparison). The study's QC rules judge the imported raters too.
     """
     from crowd.studies.annotations import import_file
-    from crowd.studies.lifecycle import get_study
 
-    _settings, db = open_database()
+    settings, db = open_database()
+    progress(f"reading {'stdin' if path == '-' else path}...")
     handle = sys.stdin if path == "-" else open(path, encoding="utf-8", newline="")  # noqa: SIM115
     with handle:
         text = handle.read()
     if fmt == "auto":
         fmt = _guess_format(path, text.split("\n", 1)[0])
+    lines = text.count("\n") + (not text.endswith("\n") and bool(text))
+    started = time.monotonic()
     with db.session() as session:
+        found = study_of_cli(session, settings, study_id)
+        progress(f"checking and storing {lines:,} lines ({fmt}) in study {study_id} "
+                 f"{found.name!r} ({found.hit_type}), all or none...")  # fmt: skip
         summary = import_file(
             session,
-            get_study(session, study_id),
+            found,
             text,
             fmt,
             rater_group=rater_group,
@@ -173,6 +242,7 @@ def import_annotations(
             max_sentences=max_sentences,
             source=f"{path} line",
         )
+    progress(f"stored in {time.monotonic() - started:.1f} s")
     numbers = summary.to_json()
     click.echo(
         f"added {numbers['added']} responses by {numbers['workers']} workers to study "
@@ -237,7 +307,7 @@ def publish(
     options = platform_options(providers, reward, sandbox, raw_options, options_file)
     settings, db = open_database()
     with db.read_session() as session:
-        owner = get_study(session, study_id).experimenter_id
+        owner = study_of_cli(session, settings, study_id).experimenter_id
     # Committed first (Prolific: the group of blocked workers), so that a publish that
     # fails and its retry use the same one rather than make another.
     kept = set_up_accounts(db, settings, owner, providers, options)
@@ -293,33 +363,45 @@ def platform_options(
 
 
 @study.command("list")
-@click.option("--experimenter", help="Only this experimenter's studies.")
+@click.option("--all", "everyone", is_flag=True, help="Every experimenter's studies.")
+@click.option("--archived", is_flag=True, help="The archived studies instead of the others.")
 @handle_errors
-def list_studies(experimenter: str | None) -> None:
-    """List studies: id, status, HIT type, owner, items, name."""
+def list_studies(everyone: bool, archived: bool) -> None:
+    """List your studies (--all: everyone's).
+
+    One line per study, tab-separated: id, status, HIT type, owner, items, name."""
     from sqlalchemy import func, select
 
     from crowd.storage import Experimenter, Item, Study
 
-    _settings, db = open_database()
+    settings, db = open_database(hit_types=False)
     with db.read_session() as session:
-        counts: dict[int, int] = {
-            study_id: count
-            for study_id, count in session.execute(
-                select(Item.study_id, func.count(Item.id)).group_by(Item.study_id)
-            )
-        }
-        query = select(Study, Experimenter.name).join(
-            Experimenter, Experimenter.id == Study.experimenter_id
-        ).order_by(Study.id)  # fmt: skip
-        if experimenter is not None:
-            query = query.where(Experimenter.name == experimenter.strip())
+        owner = None if everyone else acting_experimenter(session, settings)
+        whose = "anyone's" if owner is None else f"{owner.name}'s"
+        shown = Study.archived_at.is_not(None) if archived else Study.archived_at.is_(None)
+        query = (
+            select(Study, Experimenter.name)
+            .join(Experimenter, Experimenter.id == Study.experimenter_id)
+            .where(shown)
+            .order_by(Study.id)
+        )
+        if owner is not None:
+            query = query.where(Study.experimenter_id == owner.id)
         rows = session.execute(query).all()
-        for found, owner in rows:
-            click.echo(f"{found.id}\t{found.status}\t{found.hit_type}\t{owner}\t"
+        counted = select(Item.study_id, func.count(Item.id)).group_by(Item.study_id)
+        if owner is not None:
+            counted = counted.join(Study, Study.id == Item.study_id).where(
+                Study.experimenter_id == owner.id
+            )
+        counts: dict[int, int] = {study_id: n for study_id, n in session.execute(counted)}
+        for found, name in rows:
+            click.echo(f"{found.id}\t{found.status}\t{found.hit_type}\t{name}\t"
                        f"{counts.get(found.id, 0)} items\t{found.name}")  # fmt: skip
     if not rows:
-        click.echo("no studies: create one with `crowd study create --name NAME`")
+        if archived:
+            progress(f"no archived studies ({whose})")
+        else:
+            progress(f"no studies ({whose}): create one with `crowd study create --name NAME`")
 
 
 @study.command("status")
@@ -327,11 +409,12 @@ def list_studies(experimenter: str | None) -> None:
 @handle_errors
 def status(study_id: int) -> None:
     """Print a study's progress as JSON."""
-    from crowd.studies.lifecycle import get_study, progress
+    from crowd.studies.lifecycle import progress as study_progress
 
-    _settings, db = open_database()
+    settings, db = open_database()
     with db.session() as session:
-        click.echo(json.dumps(progress(session, get_study(session, study_id)), indent=2))
+        found = study_of_cli(session, settings, study_id)
+        click.echo(json.dumps(study_progress(session, found), indent=2))
 
 
 @study.command("export")
@@ -343,27 +426,55 @@ def status(study_id: int) -> None:
 @click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 @handle_errors
 def export(study_id: int, fmt: str, filtered: bool, output: str) -> None:
-    """Export a study's responses."""
-    from crowd.studies.lifecycle import get_study
+    """Export a study's responses.
+
+    The rows go to stdout unless -o; what the export does goes to stderr."""
     from crowd.studies.reports import export as export_rows
 
-    _settings, db = open_database()
-    handle = sys.stdout if output == "-" else open(output, "w", encoding="utf-8", newline="")  # noqa: SIM115
-    with db.session() as session, handle:
-        n = export_rows(session, get_study(session, study_id), fmt, handle, filtered)
+    settings, db = open_database()
+    started = time.monotonic()
+    with db.session() as session:
+        found = study_of_cli(session, settings, study_id)
+        progress(f"reading the {_responses(session, study_id):,} responses of study {study_id} "
+                 f"{found.name!r}{' (QC-filtered)' if filtered else ''}...")  # fmt: skip
+        handle = sys.stdout if output == "-" else open(output, "w", encoding="utf-8", newline="")  # noqa: SIM115
+        with handle:
+            n = export_rows(session, found, fmt, handle, filtered)
     if output != "-":
         click.echo(f"wrote {n} rows to {output}")
+    else:
+        progress(f"wrote {n:,} rows ({fmt}) in {time.monotonic() - started:.1f} s")
+
+
+def _responses(session: Any, study_id: int) -> int:
+    from sqlalchemy import func, select
+
+    from crowd.storage import Response
+
+    return session.scalar(select(func.count(Response.id)).where(Response.study_id == study_id)) or 0
 
 
 @study.command("report")
 @click.argument("study_id", type=int)
 @handle_errors
 def report(study_id: int) -> None:
-    """Compute the study's report now and print where its HTML and JSON are."""
-    from crowd.studies.reports import build_report
+    """Compute the study's report now.
+
+    Prints where its HTML and JSON are (stdout); what it does goes to stderr."""
+    progress("loading the HIT types and their analyses...")
+    from crowd.studies.reports import compute_report, store_report
 
     settings, db = open_database()
+    started = time.monotonic()
     with db.session() as session:
-        build_report(session, settings, study_id)
+        found = study_of_cli(session, settings, study_id)
+        progress(f"analysing the {_responses(session, study_id):,} responses of study {study_id} "
+                 f"{found.name!r} ({found.hit_type}): QC, agreement, aggregated labels, "
+                 "plots...")  # fmt: skip
+        computed = compute_report(session, settings, study_id)
+        progress(f"writing the report ({computed.responses_seen:,} rows analysed in "
+                 f"{time.monotonic() - started:.1f} s)...")  # fmt: skip
+        store_report(session, computed)
     out_dir = settings.reports_dir / f"study-{study_id}"
+    progress(f"report of study {study_id} written in {time.monotonic() - started:.1f} s")
     click.echo(f"{out_dir / 'report.html'}\n{out_dir / 'report.json'}")

@@ -1,18 +1,40 @@
-"""crowd init | serve | worker | keys create | demo."""
+"""crowd init | serve | worker | keys create | list | revoke | demo."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from crowd.cli.common import handle_errors, open_database
-from crowd.queue import ALL_QUEUES
+from crowd.cli.common import handle_errors, open_database, progress
+
+
+class QueueName(click.ParamType):
+    """One of crowd.queue.ALL_QUEUES, read when the option is used or shown: importing
+    crowd.queue loads redis and rq, which `crowd --help` does without."""
+
+    name = "queue"
+
+    @staticmethod
+    def names() -> tuple[str, ...]:
+        from crowd.queue import ALL_QUEUES
+
+        return ALL_QUEUES
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        return "[" + "|".join(self.names()) + "]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if value not in self.names():
+            self.fail(f"{value!r} is not one of {', '.join(self.names())}", param, ctx)
+        return str(value)
 
 
 @click.command()
 @handle_errors
 def init() -> None:
     """Create the data dir and bring the database schema up to date."""
-    settings, db = open_database()
+    settings, db = open_database(hit_types=False)
     click.echo(f"data dir: {settings.data_dir}")
     click.echo(f"database: {db.engine.url.render_as_string(hide_password=True)} (up to date)")
 
@@ -40,7 +62,7 @@ def serve(host: str, port: int) -> None:
 
 @click.command()
 @click.option("--burst", is_flag=True, help="Run the queued jobs, then exit.")
-@click.option("--queue", "queues", multiple=True, type=click.Choice(ALL_QUEUES),
+@click.option("--queue", "queues", multiple=True, type=QueueName(),
               help="Listen on this queue only (repeatable); default: all of them. Give "
               "reward-model training and LLM evaluation (crowd-models) workers of their own "
               "so long jobs never hold up answers' events.")  # fmt: skip
@@ -75,13 +97,27 @@ def keys() -> None:
 @click.argument("name")
 @handle_errors
 def create_key(name: str) -> None:
-    """Create an API key for experimenter NAME and print it (it is shown only once)."""
-    from crowd.accounts import create_api_key
+    """Create an API key for experimenter NAME (created if new) and print it: it is shown
+    only once. The CLI acts as NAME when NAME is the only experimenter, or with
+    `crowd --as NAME`."""
+    from sqlalchemy import func, select
 
-    _settings, db = open_database()
+    from crowd.accounts import create_api_key
+    from crowd.storage import Experimenter
+
+    who = name.strip()
+    _settings, db = open_database(hit_types=False)
     with db.session() as session:
-        token = create_api_key(session, name)
+        known = session.scalar(select(Experimenter.id).where(Experimenter.name == who))
+        token = create_api_key(session, who)
+        experimenters = session.scalar(select(func.count(Experimenter.id)))
     click.echo(token)
+    made = f"new API key for {who}" if known else f"experimenter {who} created, with an API key"
+    if experimenters == 1:
+        acting = f"the CLI acts as {who} (the only experimenter)"
+    else:
+        acting = f"act as {who} with `crowd --as {who} ...` or CROWD_EXPERIMENTER={who}"
+    progress(f"{made}, shown only now: keep it; {acting}")
 
 
 @keys.command("list")
@@ -91,7 +127,7 @@ def list_keys(experimenter: str | None) -> None:
     """List API keys: prefix, experimenter, created, revoked (the secrets are never kept)."""
     from crowd.accounts import api_keys
 
-    _settings, db = open_database()
+    _settings, db = open_database(hit_types=False)
     with db.read_session() as session:
         found = api_keys(session, experimenter)
         for key in found:
@@ -110,7 +146,7 @@ def revoke_key(key: str) -> None:
     with it are refused from now on."""
     from crowd.accounts import revoke_api_key
 
-    _settings, db = open_database()
+    _settings, db = open_database(hit_types=False)
     with db.session() as session:
         revoked = revoke_api_key(session, key)
         click.echo(f"revoked {revoked.prefix} ({revoked.experimenter.name})")

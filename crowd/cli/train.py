@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from crowd.cli.common import handle_errors, open_database
+from crowd.cli.common import handle_errors, open_database, study_of_cli
 from models.reward.config import LABEL_SOURCES, RewardConfig
 
 _HELP = RewardConfig.help()
@@ -58,7 +58,6 @@ def reward(study_id: int, labels: str | None, extra: tuple[str, ...], detach: bo
     """
     from crowd.ml.reward import enqueue_run, request_run
     from crowd.queue.runner import ensure_redis
-    from crowd.studies.lifecycle import get_study
 
     overrides = {key: value for key, value in options.items() if value is not None}
     for pair in extra:
@@ -81,7 +80,7 @@ def reward(study_id: int, labels: str | None, extra: tuple[str, ...], detach: bo
 
         connection = redis_connection(settings.redis_url or "")
         with db.session() as session:
-            study = get_study(session, study_id)
+            study = study_of_cli(session, settings, study_id)
             run = request_run(session, study, "manual", overrides, labels, allow_paths=True)
             run_id, job_id = run.id, run.job_id
         enqueue_run(db, connection, run_id)
@@ -163,12 +162,11 @@ def runs(study_id: int, as_json: bool) -> None:
     """List STUDY's reward-model runs, newest first, with their progress and accuracy."""
     from crowd.ml.reward import job_progress, run_json, runs_of
     from crowd.queue import redis_connection
-    from crowd.studies.lifecycle import get_study
 
     settings, db = open_database()
     connection = redis_connection(settings.redis_url) if settings.redis_url else None
     with db.read_session() as session:
-        get_study(session, study_id)
+        study_of_cli(session, settings, study_id)
         rows = [run_json(run, job_progress(connection, run)) for run in runs_of(session, study_id)]
     if as_json:
         click.echo(json.dumps(rows, indent=2))

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from crowd.cli.common import handle_errors, open_database
+from crowd.cli.common import handle_errors, open_database, study_of_cli
 
 
 @click.group()
@@ -24,12 +24,11 @@ def webhooks() -> None:
 def add(study_id: int, url: str, events: tuple[str, ...]) -> None:
     """Subscribe URL to the study's events; prints the signing secret (shown only once)."""
     from crowd.delivery import webhooks as hooks
-    from crowd.studies.lifecycle import get_study
 
-    _, db = open_database()
+    settings, db = open_database()
     with db.session() as session:
         subscription = hooks.create_subscription(
-            session, get_study(session, study_id), url, list(events)
+            session, study_of_cli(session, settings, study_id), url, list(events)
         )
         shown = hooks.subscription_json(subscription, with_secret=True)
     click.echo(f"webhook {shown['id']}: {shown['url']} gets {', '.join(shown['events'])}")
@@ -43,11 +42,10 @@ def add(study_id: int, url: str, events: tuple[str, ...]) -> None:
 def list_(study_id: int, as_json: bool) -> None:
     """The study's active webhooks."""
     from crowd.delivery import webhooks as hooks
-    from crowd.studies.lifecycle import get_study
 
-    _, db = open_database()
+    settings, db = open_database()
     with db.session() as session:
-        study = get_study(session, study_id)
+        study = study_of_cli(session, settings, study_id)
         rows = [
             hooks.subscription_json(row) for row in hooks.active_subscriptions(session, study.id)
         ]
@@ -68,11 +66,10 @@ def list_(study_id: int, as_json: bool) -> None:
 def remove(study_id: int, webhook_id: int) -> None:
     """Stop sending to a webhook; its deliveries waiting for a retry are dropped."""
     from crowd.delivery import webhooks as hooks
-    from crowd.studies.lifecycle import get_study
 
-    _, db = open_database()
+    settings, db = open_database()
     with db.session() as session:
-        hooks.remove_subscription(session, get_study(session, study_id), webhook_id)
+        hooks.remove_subscription(session, study_of_cli(session, settings, study_id), webhook_id)
     click.echo(f"webhook {webhook_id} removed")
 
 
@@ -86,11 +83,12 @@ def deliveries(study_id: int, webhook_id: int, limit: int, as_json: bool) -> Non
     """A webhook's recent deliveries: status, attempts, last answer or error."""
     from crowd.delivery import webhooks as hooks
     from crowd.delivery.signed import delivery_json
-    from crowd.studies.lifecycle import get_study
 
-    _, db = open_database()
+    settings, db = open_database()
     with db.session() as session:
-        subscription = hooks.get_subscription(session, get_study(session, study_id), webhook_id)
+        subscription = hooks.get_subscription(
+            session, study_of_cli(session, settings, study_id), webhook_id
+        )
         rows = [delivery_json(row) for row in hooks.recent_deliveries(session, subscription, limit)]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
