@@ -246,7 +246,7 @@ def bulk(study_id: int) -> Any:
 
     def do(db: Session, study: Study, reviewer: review.Reviewer) -> str:
         outcomes = review.bulk(db, study, rule, action, reviewer, params)
-        return f"{action} on {len(outcomes)} worker(s) flagged by {rule}"
+        return f"{action.replace('_', '-')} on {len(outcomes)} worker(s) flagged by {rule}"
 
     if not _post_action(study_id, do):
         return redirect(url_for("review.login"))

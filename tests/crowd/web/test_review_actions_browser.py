@@ -412,5 +412,5 @@ def test_a_bulk_action_lists_the_workers_before_it_is_taken(
     assert db_state() == before
     with page.expect_navigation():
         page.click("#confirm button[type=submit]")
-    assert page.inner_text("p.flash") == "soft_reject on 2 worker(s) flagged by attention_failed"
+    assert page.inner_text("p.flash") == "soft-reject on 2 worker(s) flagged by attention_failed"
     assert db_state() != before

@@ -212,7 +212,7 @@ def test_reviewer_soft_rejects_a_worker_with_a_reason(
             select(func.count(Assignment.id)).where(Assignment.worker_id == target)
         )
     assert message == f"approved {n_assignments} assignment(s); data excluded"
-    assert page.inner_text("#status") == "soft_rejected"
+    assert page.inner_text("#status") == "soft-rejected"
     trail = audit_rows(page, WORKER_AUDIT)
     assert {k: trail[0][k] for k in ("actor", "action", "reason", "details")} == {
         "actor": f"reviewer:{REVIEWER}", "action": "soft-reject", "reason": reason,
@@ -231,7 +231,7 @@ def test_reviewer_soft_rejects_a_worker_with_a_reason(
 
     page.goto(reviewed.url())
     row = next(r for r in worker_rows(page) if r["Worker"] == "sim:sim-always_human-00")
-    assert row["Status"] == f"soft_rejected (reviewer:{REVIEWER})"
+    assert row["Status"] == f"soft-rejected (reviewer:{REVIEWER})"
 
     with db.session() as session:
         standing = session.scalar(
