@@ -1,9 +1,11 @@
 """Reviewers' actions on workers over the experimenter's API and the `crowd review` CLI: every
-action audited, providers reached, bonuses validated and paid once, bulk by rule, roles."""
+action audited, providers reached, bonuses validated and paid once, bulk by rule, roles; and
+the review page's answers in the HIT type's terms."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +36,7 @@ from crowd.storage import (
     WorkerStatus,
 )
 from crowd.studies.lifecycle import create_study, import_items
-from tests.conftest import join, passage
+from tests.conftest import join, log_in_to_dashboard, passage
 
 CONFIG = {"annotations_per_item": 3, "attention_rate": 0.0, "require_explanation": False}
 ACTOR = "experimenter:tester"
@@ -525,3 +527,53 @@ def test_review_commands_on_the_command_line(
         users = session.scalars(select(User)).all()
         assert [(u.name, u.role) for u in users] == [("rita", Role.REVIEWER)]
         assert users[0].password_hash != "long-enough-pw"
+
+
+# -- the review page ---------------------------------------------------------------------------
+def test_the_review_page_shows_likert_answers_by_attribute_on_their_scale(
+    client: FlaskClient,
+    auth: dict[str, str],
+    api_key: str,
+    make_study: Callable[..., int],
+    db: Database,
+) -> None:
+    attributes = [
+        {"name": "fluency", "question": "How fluent is it?", "scale": [1, 5],
+         "labels": ["broken", "flawless"]},
+        {"name": "coherence", "question": "Does it hang together?", "scale": [1, 5]},
+    ]  # fmt: skip
+    items = [
+        {"id": "s1", "text": "A short story about a quiet morning.", "group": "human"},
+        {"id": "g1", "kind": "gold", "text": "Story story story.", "group": "model",
+         "expected_ratings": {"fluency": 1, "coherence": 4}},
+    ]  # fmt: skip
+    config = {
+        "annotations_per_item": 1,
+        "attention_rate": 0.0,
+        "attributes": attributes,
+        "qc": {"gold": {"min_rate": 1.0, "max_rate": 1.0}},
+    }  # the gold item for sure
+    study_id = make_study(items, config, hit_type="likert")
+    who = join(client, auth, external_id="rater")
+    given = ([5, 3], [4, 2])  # fluency, then coherence, on each of the two items
+    for ratings in given:
+        view = client.post(f"/api/work/studies/{study_id}/next", json={}, headers=who).get_json()
+        assert "task" in view, view
+        for rating in ratings:
+            step = {"step": view["task"]["step"], "rating": rating}
+            path = f"/api/work/assignments/{view['assignment_id']}/step"
+            view = client.post(path, json=step, headers=who).get_json()
+        assert view.get("answered") is True, view
+
+    log_in_to_dashboard(client, api_key)
+    page = client.get(f"/review/studies/{study_id}/workers/{worker_id(db, 'rater')}")
+    assert page.status_code == 200
+    html = page.get_data(as_text=True)
+    assert "fluency: 5/5 (flawless) · coherence: 3/5" in html
+    assert "fluency: 4/5 · coherence: 2/5" in html
+    assert "5,3" not in html and "4,2" not in html
+    # The gold item's expected ratings, and the miss said in the same words.
+    expected = "fluency: 1/5 (broken) · coherence: 4/5"
+    assert f"expected: {expected}" in html
+    assert re.search(rf"answered fluency: [45]/5[^;]*; expected {re.escape(expected)} "
+                     r"\((0|50)% credit\)", html)  # fmt: skip
