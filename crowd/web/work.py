@@ -25,6 +25,7 @@ from crowd.web.schemas.work import (
     WorkerReply,
 )
 from crowd.work import assignments as work
+from crowd.work.counter import item_counter
 
 bp = Blueprint("work", __name__, url_prefix="/api/work")
 TAGS = ("work",)
@@ -99,7 +100,9 @@ def next_item(study_id: int, body: NextBody) -> Any:
                 else:
                     view["completion"] = handover
             return view
-        return work.assignment_view(session, assignment)
+        # "Item i of n": counted here, where the category the worker plays is known.
+        view = work.assignment_view(session, assignment)
+        return {**view, **item_counter(session, assignment, body.category or None)}
 
 
 @bp.get("/assignments/<int:assignment_id>")

@@ -193,8 +193,12 @@ def keys_anywhere(value: Any) -> set[str]:
 
 
 def normalised(body: dict[str, Any]) -> dict[str, Any]:
-    """A body without its ids, and candidates in a fixed order (the display order is random)."""
-    out = {k: v for k, v in body.items() if k not in ("assignment_id", "study_id")}
+    """A body without its ids, and candidates in a fixed order (the display order is random).
+
+    Without the item's position too: the worker counts it anyway, and the twin serves its items
+    in another order. The number of items (items_total) stays: it must not tell the kind.
+    """
+    out = {k: v for k, v in body.items() if k not in ("assignment_id", "study_id", "item_number")}
     task = out.get("task")
     if isinstance(task, dict) and isinstance(task.get("candidates"), list):
         out["task"] = {**task, "candidates": sorted(task["candidates"])}

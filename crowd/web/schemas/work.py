@@ -235,6 +235,15 @@ class AssignmentView(Reply):
     feedback: dict[str, Any] | MISSING = Field(
         default=MISSING, description="the HIT type's reveal, once the answer is complete"
     )
+    item_number: int | MISSING = Field(
+        default=MISSING, ge=1,
+        description="which item of the worker's session this is, from 1 (in replies to next)",
+    )  # fmt: skip
+    items_total: int | MISSING = Field(
+        default=MISSING, ge=1,
+        description="how many items the worker gets: a platform session's items, or on the "
+        "open web those answered and still open to them (in replies to next)",
+    )  # fmt: skip
 
 
 class WorkDone(Reply):
