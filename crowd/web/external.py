@@ -14,10 +14,9 @@ from crowd.context import platform
 from crowd.exceptions import NotFound
 from crowd.platforms import sessions as platforms
 from crowd.platforms.providers import PROVIDERS
-from crowd.storage import Publication
-from crowd.studies.lifecycle import get_study
+from crowd.storage import Publication, Study
+from crowd.web.game import worker_page_context
 from crowd.work.assignments import DEFAULT_ITEMS_PER_SESSION
-from tasks import get_hit_type
 
 bp = Blueprint("external", __name__)
 
@@ -26,16 +25,22 @@ LABELS = {"mturk": "Mechanical Turk", "prolific": "Prolific"}
 
 @bp.get("/ext/<provider>/<int:study_id>")
 def page(provider: str, study_id: int) -> Any:
+    label = LABELS.get(provider, provider)
+    # Worker-facing: the worker came from the platform and can only go back there.
+    unavailable = f"This task is not available here. Please return it on {label}."
     if provider not in PROVIDERS:
-        raise NotFound(f"no provider {provider!r}")
+        raise NotFound(unavailable)
     args = {key: value for key, value in request.args.items() if len(value) <= 500}
     with platform().db.session() as session:
-        study = get_study(session, study_id)
-        bound = platforms.bind_page(
-            session, platform().settings, platform().signer, study, provider, args
-        )
-        hit = get_hit_type(study.hit_type)
-        name = study.name
+        study = session.get(Study, study_id)
+        if study is None:
+            raise NotFound(unavailable)
+        try:
+            bound = platforms.bind_page(
+                session, platform().settings, platform().signer, study, provider, args
+            )
+        except NotFound:
+            raise NotFound(unavailable) from None
         latest = session.scalar(
             select(Publication.options)
             .where(Publication.study_id == study.id, Publication.provider == provider)
@@ -43,19 +48,19 @@ def page(provider: str, study_id: int) -> Any:
             .limit(1)
         )
         per_session = (latest or {}).get("items_per_session") or DEFAULT_ITEMS_PER_SESSION
-    response = render_template(
-        hit.template,
-        study_id=study_id,
-        study_name=name,
-        category=None,
-        joined=not bound.preview,
-        title=hit.title,
-        external=True,
-        preview=bound.preview,
-        provider_label=LABELS.get(provider, provider),
-        items_per_session=per_session,
-        worker_token=bound.token,
-    )
+        context = worker_page_context(
+            session,
+            study,
+            bound.worker_id,
+            category=None,
+            joined=not bound.preview,
+            external=True,
+            preview=bound.preview,
+            provider_label=label,
+            items_per_session=per_session,
+            worker_token=bound.token,
+        )
+    response = render_template(context.pop("template"), **context)
     return (
         response,
         200,

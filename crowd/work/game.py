@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from crowd.storage import Item, ItemKind, Response, Study, StudyStatus, Worker
+from crowd.storage import Assignment, Item, ItemKind, Response, Study, StudyStatus, Worker
 
 LEADERBOARD_SIZE = 50
 
@@ -35,7 +35,8 @@ class PlayerScore:
 
 
 def open_studies(session: Session, provider: str = "local") -> list[dict[str, Any]]:
-    """Published studies open to `provider`, with their categories (boundary games)."""
+    """Published studies open to `provider`, as workers see them: public title, description
+    and the categories of their real items (boundary games); never the internal study name."""
     from tasks import get_hit_type
 
     result = []
@@ -44,22 +45,48 @@ def open_studies(session: Session, provider: str = "local") -> list[dict[str, An
     ):
         if provider not in study.providers:
             continue
-        categories = session.scalars(
-            select(Item.category)
-            .where(Item.study_id == study.id, Item.category.is_not(None))
-            .distinct()
-            .order_by(Item.category)
-        ).all()
+        page = get_hit_type(study.hit_type).public_page(study.config)
         result.append(
             {
                 "id": study.id,
-                "name": study.name,
                 "hit_type": study.hit_type,
-                "title": get_hit_type(study.hit_type).title,
-                "categories": categories if study.hit_type == "boundary" else [],
+                "title": page["title"],
+                "description": page["description"],
+                "categories": _real_categories(session, study.id)
+                if study.hit_type == "boundary"
+                else [],
             }
         )
     return result
+
+
+def _real_categories(session: Session, study_id: int) -> list[str]:
+    # Attention, gold and training items carry categories too ("check"): a worker picking
+    # one would learn which items check them.
+    return list(
+        session.scalars(
+            select(Item.category)
+            .where(
+                Item.study_id == study_id,
+                Item.kind == ItemKind.REAL,
+                Item.category.is_not(None),
+            )
+            .distinct()
+            .order_by(Item.category)
+        )
+    )
+
+
+def has_started(session: Session, study_id: int, worker_id: int) -> bool:
+    """Whether the worker was ever given an item of the study (and so saw its intro)."""
+    return (
+        session.scalar(
+            select(Assignment.id)
+            .where(Assignment.study_id == study_id, Assignment.worker_id == worker_id)
+            .limit(1)
+        )
+        is not None
+    )
 
 
 def _scores(session: Session, category: str | None, worker_id: int | None) -> list[PlayerScore]:
@@ -101,7 +128,11 @@ def categories(session: Session) -> list[str]:
         session.scalars(
             select(Item.category)
             .join(Study, Study.id == Item.study_id)
-            .where(Study.hit_type == "boundary", Item.category.is_not(None))
+            .where(
+                Study.hit_type == "boundary",
+                Item.kind == ItemKind.REAL,
+                Item.category.is_not(None),
+            )
             .group_by(Item.category)
             .order_by(func.min(Item.category))
         )

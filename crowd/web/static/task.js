@@ -1,7 +1,8 @@
 // Shared pieces of the HIT (worker) pages, loaded before each task's own script.
 // window.crowdTask.page({sections, buttons, render}) wires the parts every page has in
-// common: the #join form, the #next button, the #error line, the API calls and the sections
-// of which one is shown at a time. The task's script keeps its own rendering.
+// common: the intro (#join: instructions, examples, consent, the open web's name), the #next
+// button, the "item i of n" line, the #error line, the API calls and the sections of which one
+// is shown at a time. The task's script keeps its own rendering.
 // window.crowdTask.watchTyping(field) counts how a free-text answer was entered.
 (function () {
   "use strict";
@@ -17,15 +18,40 @@
     return result;
   }
 
+  // What a worker reads when a call fails: the server's words are written for developers
+  // (they name endpoints); the page says what happened and what the worker can do.
+  function friendly(status, data) {
+    const type = data.type || "";
+    if (status === 401) { return "Your visit has expired. Reload the page to go on."; }
+    if (status === 403) { return "You cannot take part in this study. Thank you for your interest."; }
+    if (status === 404) { return "This task is no longer available. Reload the page, or pick another study."; }
+    if (type === "StudyNotOpen") { return "This study is not open right now. Please come back later."; }
+    if (status === 409) { return "This page is out of date (is it open twice?). Reload it to go on."; }
+    if (status === 422 && data.field === "name") { return "Your name: " + (data.error || "not allowed") + "."; }
+    if (status === 429) { return "Too many clicks at once. Wait a moment and try again."; }
+    if (status >= 500) { return "Something went wrong on our side. Try again in a minute."; }
+    return "Something went wrong. Reload the page to go on.";
+  }
+
   async function call(method, url, body) {
-    const response = await fetch(url, {
-      method: method,
-      headers: headers(body),
-      body: body === undefined ? undefined : JSON.stringify(body),
-      credentials: "same-origin",
-    });
+    let response;
+    try {
+      response = await fetch(url, {
+        method: method,
+        headers: headers(body),
+        body: body === undefined ? undefined : JSON.stringify(body),
+        credentials: "same-origin",
+      });
+    } catch (error) {
+      throw new Error("We could not reach the server. Check your connection and try again.");
+    }
     const data = await response.json().catch(() => ({}));
-    if (!response.ok) { throw new Error(data.error || ("HTTP " + response.status)); }
+    if (!response.ok) {
+      const error = new Error(friendly(response.status, data));
+      error.status = response.status;
+      error.detail = data.error;
+      throw error;
+    }
     return data;
   }
 
@@ -37,11 +63,16 @@
     const category = app.dataset.category || null;
     // The experimenter's preview sends the same calls to a base that stores nothing.
     const base = app.dataset.apiBase || "/api/work";
+    const sections = ["declined"].concat(options.sections);
+    let counted = null;  // the assignment whose "item i of n" the page shows
 
     function show(id) {
-      for (const section of options.sections) {
-        $(section).classList.toggle("hidden", section !== id);
+      for (const section of sections) {
+        if ($(section)) { $(section).classList.toggle("hidden", section !== id); }
       }
+      // The instructions stay at hand once the items have begun.
+      $("help").classList.toggle("hidden", id === "join" || id === "declined" || id === "none");
+      if (id === "join" || id === "declined" || id === "done") { $("progress").classList.add("hidden"); }
     }
     function setBusy(busy) {
       for (const button of document.querySelectorAll(options.buttons)) {
@@ -50,13 +81,27 @@
     }
     function fail(error) { $("error").textContent = error.message; setBusy(false); }
 
+    // "Item i of n": the reply to next counts (the server knows the session); the steps of the
+    // same assignment keep that count.
+    function count(view) {
+      if (view.done) { counted = null; return; }
+      if (view.item_number !== undefined && view.items_total !== undefined) {
+        counted = view.assignment_id;
+        $("item-number").textContent = String(view.item_number);
+        $("items-total").textContent = String(view.items_total);
+      }
+      $("progress").classList.toggle("hidden", counted === null || counted !== view.assignment_id);
+    }
+
     // Disable the buttons, await the view that request() resolves to and render it; an
     // error is shown in #error (after onError, if given). True when the view was rendered.
     async function submit(request, onError) {
       setBusy(true);
       try {
         const view = await request();
+        $("error").textContent = "";
         options.render(view);
+        count(view);
         if (view.done && view.completion) { complete(view.completion); }
         return true;
       } catch (error) {
@@ -93,21 +138,60 @@
         $("completion-code").classList.remove("hidden");
       }
     }
-    // Wire #next and #join-button, then fetch the first view or show the join form.
-    function start() {
-      if (app.dataset.preview === "yes") { show("none"); setBusy(true); return; }
-      $("next").addEventListener("click", next);
+
+    // The intro is shown once per worker and study: the server says when the worker has had
+    // an item of the study; the browser remembers the intro from the click to the first item
+    // (and where no item came). The preview (no worker) shows it every time.
+    function introKey(worker) { return "crowd-intro:" + studyId + ":" + worker; }
+    function introSeen() {
+      if (app.dataset.started === "yes") { return true; }
+      try { return Boolean(app.dataset.worker) && localStorage.getItem(introKey(app.dataset.worker)) === "yes"; }
+      catch (error) { return false; }  // storage blocked (a third-party frame): show it again
+    }
+    function rememberIntro(worker) {
+      if (!worker) { return; }
+      try { localStorage.setItem(introKey(worker), "yes"); } catch (error) { /* shown again */ }
+    }
+
+    // Wire the intro and #next; then go on to begin() (default: the first item) when the worker
+    // has been through the intro, or show it. A crowd platform's preview shows the intro only.
+    function start(begin) {
+      if (app.dataset.preview === "yes") { show("join"); setBusy(true); return; }
+      if (!begin) {  // a page of items: #next asks for the next one
+        begin = next;
+        $("next").addEventListener("click", next);
+      }
       $("join-button").addEventListener("click", async () => {
         setBusy(true);
         try {
-          await call("POST", "/api/work/join", { provider: "local", name: $("name").value || null });
-          await next();
+          let worker = app.dataset.worker;
+          if (app.dataset.joined !== "yes") {
+            const joined = await call("POST", "/api/work/join", { provider: "local", name: $("name").value || null });
+            worker = String(joined.worker_id);
+            app.dataset.joined = "yes"; app.dataset.worker = worker;
+          }
+          rememberIntro(worker);
+          $("error").textContent = "";
+          await begin();
         } catch (error) { fail(error); }
       });
-      if (app.dataset.joined === "yes") { next(); } else { show("join"); setBusy(false); }
+      if ($("decline")) {
+        $("decline").addEventListener("click", () => { show("declined"); $("reconsider").focus(); });
+        $("reconsider").addEventListener("click", () => { show("join"); $("join-button").focus(); });
+      }
+      if (app.dataset.joined === "yes" && introSeen()) { begin(); } else { show("join"); setBusy(false); }
     }
 
     return { show: show, setBusy: setBusy, fail: fail, submit: submit, next: next, post: post, start: start };
+  }
+
+  // Focus `element` when the focus was lost (the clicked button was disabled or hidden), so a
+  // keyboard user goes on from where the new content is.
+  function refocus(element) {
+    const active = document.activeElement;
+    if (element && (!active || active === document.body || active.disabled || active.offsetParent === null)) {
+      element.focus({ preventScroll: false });
+    }
   }
 
   // How a free-text answer was entered: keys that add or delete characters, pastes (and text
@@ -157,5 +241,5 @@
     };
   }
 
-  window.crowdTask = { $: $, call: call, page: page, watchTyping: watchTyping };
+  window.crowdTask = { $: $, call: call, page: page, refocus: refocus, watchTyping: watchTyping };
 })();

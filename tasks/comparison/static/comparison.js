@@ -1,6 +1,7 @@
 // The comparison HIT page. It shows the query and the candidates in the order the server drew
-// for this assignment and sends back the position clicked; the server maps it to the candidate.
-// The page never learns which model wrote a candidate, nor the right answer before it is stored.
+// for this assignment; the worker selects one (and may change it), then submits, and the page
+// sends back the position picked; the server maps it to the candidate. The page never learns
+// which model wrote a candidate, nor the right answer before it is stored.
 (function () {
   "use strict";
   let current = null;
@@ -8,14 +9,18 @@
   const $ = crowdTask.$;
   const page = crowdTask.page({
     sections: ["join", "task", "feedback", "done"],
-    buttons: "#candidates button, #next, #join-button",
+    buttons: "#candidates input, #submit-pick, #next, #join-button, #decline",
     render: render,
   });
   const { show, setBusy } = page;
 
+  function picked() {
+    const checked = document.querySelector("#candidates input[name=candidate]:checked");
+    return checked === null ? null : Number(checked.value);
+  }
+
   function render(view) {
     current = view;
-    $("error").textContent = "";
     if (view.done) { $("done-message").textContent = view.message; show("done"); return; }
     if (view.feedback) { renderFeedback(view.feedback); setBusy(false); return; }
     const task = view.task;
@@ -23,18 +28,25 @@
     $("query").textContent = task.query;
     $("k").textContent = String(task.k);
     const box = $("candidates");
-    box.replaceChildren();
+    for (const old of box.querySelectorAll("label.candidate")) { old.remove(); }
     task.candidates.forEach((text, position) => {
-      const button = document.createElement("button");
-      button.id = "candidate-" + position;
-      button.className = "candidate";
-      button.dataset.position = String(position);
-      button.textContent = text;
-      button.addEventListener("click", () => choose(position));
-      box.appendChild(button);
+      const label = document.createElement("label");
+      label.className = "candidate";
+      const input = document.createElement("input");
+      input.type = "radio";
+      input.name = "candidate";
+      input.id = "candidate-" + position;
+      input.value = String(position);
+      const span = document.createElement("span");
+      span.textContent = text;
+      label.appendChild(input);
+      label.appendChild(span);
+      box.appendChild(label);
     });
     show("task");
     setBusy(false);
+    $("submit-pick").disabled = true;
+    crowdTask.refocus($("candidate-0"));
   }
   function renderFeedback(feedback) {
     $("result").textContent = feedback.message;
@@ -42,11 +54,17 @@
     $("right").classList.toggle("hidden", !training);
     $("right-text").textContent = training ? feedback.right_text : "";
     show("feedback");
+    crowdTask.refocus($("next"));
   }
 
-  function choose(position) {
-    return page.submit(() => page.post(current, "step", { step: current.task.step, choice: position }));
-  }
+  $("candidates").addEventListener("change", () => { $("submit-pick").disabled = picked() === null; });
+  $("pick-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const position = picked();
+    if (position === null) { $("error").textContent = "Pick a candidate first."; return; }
+    page.submit(() => page.post(current, "step", { step: current.task.step, choice: position }),
+      () => { $("submit-pick").disabled = picked() === null; });
+  });
 
   page.start();
 })();

@@ -1,5 +1,6 @@
 // The Likert HIT page: one question about the text at a time. The page holds only what the
-// server's view gives it (never the text's group); each click sends one rating.
+// server's view gives it (never the text's group). The worker selects a rating (and may
+// change it), then sends it with the button; the last question's rating stores the answer.
 (function () {
   "use strict";
   let current = null;
@@ -7,7 +8,7 @@
   const $ = crowdTask.$;
   const page = crowdTask.page({
     sections: ["join", "task", "feedback", "done"],
-    buttons: "#scale button, #next, #join-button",
+    buttons: "#scale input, #submit-rating, #next, #join-button, #decline",
     render: render,
   });
   const { show, setBusy } = page;
@@ -15,6 +16,10 @@
     const present = typeof value === "string" && value.length > 0;
     $(textId).textContent = present ? value : "";
     $(boxId).classList.toggle("hidden", !present);
+  }
+  function chosen() {
+    const checked = document.querySelector("#scale input[name=rating]:checked");
+    return checked === null ? null : Number(checked.value);
   }
 
   function renderTask(task) {
@@ -33,34 +38,42 @@
     const scale = $("scale");
     scale.replaceChildren();
     for (let value = attribute.scale[0]; value <= attribute.scale[1]; value += 1) {
-      const button = document.createElement("button");
-      button.type = "button";
-      button.id = "rate-" + value;
-      button.className = "rate";
-      button.dataset.value = String(value);
-      button.setAttribute("role", "radio");
-      button.setAttribute("aria-checked", "false");
-      button.textContent = String(value);
-      button.addEventListener("click", () => rate(value, button));
-      scale.appendChild(button);
+      const label = document.createElement("label");
+      label.className = "rate";
+      const input = document.createElement("input");
+      input.type = "radio";
+      input.name = "rating";
+      input.id = "rate-" + value;
+      input.value = String(value);
+      label.appendChild(input);
+      label.appendChild(document.createTextNode(String(value)));
+      scale.appendChild(label);
     }
+    const last = task.step + 1 >= task.n_steps;
+    $("submit-rating").textContent = last ? "Submit ratings" : "Next question";
     show("task");
   }
   function render(view) {
     current = view;
-    $("error").textContent = "";
     if (view.done) { $("done-message").textContent = view.message || "Done: thank you!"; show("done"); return; }
-    if (view.feedback) { $("thanks").textContent = view.feedback.message; show("feedback"); setBusy(false); return; }
+    if (view.feedback) {
+      $("thanks").textContent = view.feedback.message; show("feedback"); setBusy(false);
+      crowdTask.refocus($("next"));
+      return;
+    }
     renderTask(view.task);
     setBusy(false);
+    $("submit-rating").disabled = true;
+    crowdTask.refocus(document.querySelector("#scale input"));
   }
 
-  async function rate(value, button) {
-    button.classList.add("chosen");
-    button.setAttribute("aria-checked", "true");
-    await page.submit(() => page.post(current, "step", { step: current.task.step, rating: value }),
-      () => button.classList.remove("chosen"));
-  }
+  $("scale").addEventListener("change", () => { $("submit-rating").disabled = chosen() === null; });
+  $("rate-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = chosen();
+    if (value === null) { $("error").textContent = "Pick a rating first."; return; }
+    page.submit(() => page.post(current, "step", { step: current.task.step, rating: value }));
+  });
 
   page.start();
 })();

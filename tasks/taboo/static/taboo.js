@@ -11,7 +11,7 @@
   const studyId = app.dataset.study;
   const page = crowdTask.page({
     sections: ["join", "choose", "waiting", "game", "over", "done"],
-    buttons: "button.choose, button.move, #join-button",
+    buttons: "button.choose, button.move, #join-button, #decline",
     render: render,
   });
   const { show, setBusy, fail } = page;
@@ -136,14 +136,6 @@
     if (game) { render(await call("POST", "/api/taboo/games/" + game.game_id + "/leave", {})); }
   });
   $("next").addEventListener("click", () => { game = null; show("choose"); setBusy(false); });
-  $("join-button").addEventListener("click", async () => {
-    setBusy(true);
-    try {
-      await call("POST", "/api/work/join", { provider: "local", name: $("name").value || null });
-      show("choose"); setBusy(false);
-    } catch (error) { fail(error); }
-  });
-  if (app.dataset.preview === "yes") { show("none"); setBusy(true); }
-  else if (app.dataset.joined === "yes") { show("choose"); setBusy(false); }
-  else { show("join"); setBusy(false); }
+  // After the intro (and joining, on the open web): choose whom to play against.
+  page.start(async () => { show("choose"); setBusy(false); });
 })();

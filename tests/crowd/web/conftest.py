@@ -2,7 +2,8 @@
 
 Fixtures: `browser` (one Chromium per test module), `page` (a fresh context per test) and
 `local_study` (a published study the browser can play as a local worker). Helpers the test
-modules import: `BROWSER_MARKS`, `ResponseLog`, `json_keys`, `open_and_join`, `click_step`.
+modules import: `BROWSER_MARKS`, `ResponseLog`, `json_keys`, `open_and_join`, `click_step`,
+`guess_machine`.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def json_keys(value: Any) -> set[str]:
 
 
 def open_and_join(page: Any, base_url: str, study_id: int, name: str) -> None:
-    """Open the study's page, join under `name` and wait for the first task."""
+    """Open the study's page, join under `name` from its intro and wait for the first task."""
     page.goto(f"{base_url}/play/{study_id}")
     page.wait_for_selector("#join:not(.hidden)")
     page.fill("#name", name)
@@ -116,3 +117,11 @@ def click_step(page: Any, target: Any) -> Any:
             target.click()
     assert info.value.ok, info.value.text()
     return info.value
+
+
+def guess_machine(page: Any) -> Any:
+    """On a boundary passage: say the newest sentence is machine-written and confirm it (the
+    guess is final); returns the /step response."""
+    page.click("#machine")
+    page.wait_for_selector("#confirm:not(.hidden)")
+    return click_step(page, "#confirm-yes")

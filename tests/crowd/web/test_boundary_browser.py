@@ -23,6 +23,7 @@ from tests.crowd.web.conftest import (
     ResponseLog,
     carries_json,
     click_step,
+    guess_machine,
     json_keys,
     open_and_join,
 )
@@ -117,8 +118,11 @@ def test_machine_guess_round_reveals_one_sentence_at_a_time_and_never_leaks(
     page.wait_for_function("document.querySelectorAll('#passage li').length === 1")
     recorder.snapshot("step0")
     assert passage_texts(page, "#passage") == sentences[:1]
-    assert page.inner_text("#position") == "0"
-    assert page.is_disabled("#machine"), "sentence 0 is always human: no machine guess yet"
+    # One numbering, from 1: the list, the counter and the question agree.
+    assert page.inner_text("#position") == "1" and page.inner_text("#total") == "6"
+    assert page.inner_text("#current") == "1"
+    assert page.inner_text("#progress") == "Item 1 of 1"
+    assert page.is_disabled("#machine"), "sentence 1 is always human: no machine guess yet"
     assert_no_leak(recorder, {"step0"}, markers[1:], secret_keys=True)
 
     for step in (1, 2):
@@ -126,17 +130,30 @@ def test_machine_guess_round_reveals_one_sentence_at_a_time_and_never_leaks(
         page.wait_for_function(f"document.querySelectorAll('#passage li').length === {step + 1}")
         recorder.snapshot(f"step{step}")
         assert passage_texts(page, "#passage") == sentences[: step + 1]
-        assert page.inner_text("#position") == str(step)
+        assert page.inner_text("#position") == str(step + 1)
+        assert page.inner_text("#current") == str(step + 1)
+        # The list numbers its sentences from 1 too: the newest is the counter's number.
+        assert page.eval_on_selector("#passage", "ol => ol.start") == 1
         assert_no_leak(recorder, {f"step{step}"}, markers[step + 1 :], secret_keys=True)
 
     # Nothing is stored before the guess.
     with db.session() as session:
         assert session.scalars(select(Response)).all() == []
 
-    click_step(page, "#machine")
+    # The guess waits for a confirmation: going back stores nothing.
+    page.click("#machine")
+    page.wait_for_selector("#confirm:not(.hidden)")
+    assert "sentence 3" in page.inner_text("#confirm-text")
+    assert page.is_hidden("#choices")
+    page.click("#confirm-no")
+    page.wait_for_selector("#confirm", state="hidden")
+    assert page.is_visible("#choices")
+    with db.session() as session:
+        assert session.scalars(select(Response)).all() == []
+    guess_machine(page)
     page.wait_for_selector("#explain:not(.hidden)")
     recorder.snapshot("explain")
-    assert page.inner_text("#guess-index") == "2"
+    assert page.inner_text("#guess-index") == "3"
     # The explanation form still shows nothing beyond the guessed sentence.
     assert_no_leak(recorder, {"explain"}, markers[3:], secret_keys=False)
     stored = only_response(db)
@@ -152,9 +169,10 @@ def test_machine_guess_round_reveals_one_sentence_at_a_time_and_never_leaks(
 
     # The reveal: points, the whole passage, the true boundary highlighted, the guess marked.
     result = page.inner_text("#result")
-    assert "The machine took over at sentence 3." in result
-    assert "You said: sentence 2." in result
+    assert "The machine took over at sentence 4." in result
+    assert "You said: sentence 3." in result
     assert "Points: 0." in result
+    assert "Too early" in page.inner_text("#points-why")
     assert passage_texts(page, "#full-passage") == sentences
     machine_rows = page.eval_on_selector_all(
         "#full-passage li", "(lis) => lis.map((li, i) => li.classList.contains('machine') ? i : -1)"
@@ -198,7 +216,12 @@ def test_all_human_round_needs_no_explanation_and_scores_five(
         page.wait_for_function(f"document.querySelectorAll('#passage li').length === {step + 1}")
         assert passage_texts(page, "#passage") == record["sentences"][: step + 1]
 
-    click_step(page, "#human")  # through the last sentence: "all human"
+    # Through the last sentence as human is a final answer: it asks first.
+    assert page.inner_text("#human") == "Human to the end"
+    page.click("#human")
+    page.wait_for_selector("#confirm:not(.hidden)")
+    assert "whole passage is human-written" in page.inner_text("#confirm-text")
+    click_step(page, "#confirm-yes")
     page.wait_for_selector("#reveal:not(.hidden)")
     assert page.is_hidden("#explain")
     result = page.inner_text("#result")
@@ -221,7 +244,7 @@ def test_profile_and_leaderboard_show_the_player_after_a_round(
     open_and_join(page, live_server.url, study_id, PLAYER)
     click_step(page, "#human")
     page.wait_for_function("document.querySelectorAll('#passage li').length === 2")
-    click_step(page, "#machine")  # guess 1, boundary 1: exact, 5 points
+    guess_machine(page)  # guess 1, boundary 1: exact, 5 points
     page.wait_for_selector("#explain:not(.hidden)")
     page.fill("#explanation", "gamma1 contradicts the first sentence")
     page.click("#explain-button")

@@ -1,8 +1,9 @@
 """The comparison page, played end to end in headless Chromium.
 
-A player clicks candidates by their text; the stored answer must name that text's canonical
-index whatever order the server drew. Before an answer is stored, nothing the browser receives
-may carry the policies that wrote the candidates or a training item's label.
+A player selects candidates by their text (and may change the selection) and submits; the
+stored answer must name that text's canonical index whatever order the server drew. Before
+an answer is stored, nothing the browser receives may carry the policies that wrote the
+candidates or a training item's label.
 """
 
 from __future__ import annotations
@@ -66,9 +67,10 @@ def assert_nothing_secret(bodies: list[tuple[str, str, bool]]) -> None:
             assert not leaked, f"{url} carries {leaked} before the answer"
 
 
-def click_text(page: Any, text: str) -> Any:
-    button = page.locator("#candidates button.candidate", has_text=text)
-    response = click_step(page, button)
+def pick_text(page: Any, text: str) -> Any:
+    """Select the candidate showing `text`, then submit the pick; returns the /step reply."""
+    page.locator("#candidates label.candidate", has_text=text).click()
+    response = click_step(page, "#submit-pick")
     page.wait_for_selector("#feedback:not(.hidden)")
     return json.loads(response.text())
 
@@ -99,11 +101,20 @@ def test_player_clicks_by_text_and_the_stored_best_is_its_canonical_index(
     # The training example comes first; the page shows instructions, query, four candidates.
     assert page.inner_text("#query") == "The practice story begins"
     assert "most positive and happy" in page.inner_text("#instructions")
-    shown = page.locator("#candidates button.candidate").all_inner_texts()
-    assert sorted(shown) == sorted(c["text"] for c in training["candidates"])
+    shown = page.locator("#candidates label.candidate").all_inner_texts()
+    assert sorted(text.strip() for text in shown) == sorted(
+        c["text"] for c in training["candidates"]
+    )
+    assert page.inner_text("#progress") == "Item 1 of 4"
     assert_nothing_secret(bodies.take())
 
-    view = click_text(page, "practice option east")  # canonical 1; the label is 3
+    # A click selects; nothing is stored before the submit, and the selection can change.
+    assert page.is_disabled("#submit-pick")
+    page.locator("#candidates label.candidate", has_text="practice option north").click()
+    assert page.is_enabled("#submit-pick")
+    with db.session() as session:
+        assert session.scalars(select(Response)).all() == []
+    view = pick_text(page, "practice option east")  # canonical 1; the label is 3
     # The label reaches the browser only now, with the answer stored.
     revealed = [json_keys(json.loads(body)) for url, body, is_json in bodies.take() if is_json]
     assert any("right_text" in keys for keys in revealed)
@@ -114,13 +125,15 @@ def test_player_clicks_by_text_and_the_stored_best_is_its_canonical_index(
     assert page.is_visible("#right")
 
     # Real items, each answered by the text of a different canonical candidate.
-    for item_id, word, canonical in REAL:
+    for number, (item_id, word, canonical) in enumerate(REAL, 2):
         with page.expect_response(lambda r: r.url.endswith("/next")):
             page.click("#next")
         page.wait_for_selector("#task:not(.hidden)")
         assert page.inner_text("#query") == f"The {item_id} story begins"
+        assert page.inner_text("#progress") == f"Item {number} of 4"
+        assert page.is_disabled("#submit-pick"), "a new item starts with nothing selected"
         assert_nothing_secret(bodies.take())
-        view = click_text(page, f"{item_id} option {word}")
+        view = pick_text(page, f"{item_id} option {word}")
         assert not any(policy in body for _, body, _ in bodies.take() for policy in POLICIES)
         answer = stored(db, item_id)
         assert answer["best"] == canonical

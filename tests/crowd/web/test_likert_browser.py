@@ -54,7 +54,9 @@ def assert_hidden(bodies: list[tuple[str, str]], page_html: str, markers: list[s
 
 
 def rate(page: Any, value: int) -> None:
-    click_step(page, f"#rate-{value}")
+    """Select `value` on the scale, then send it with the form's button."""
+    page.check(f"#rate-{value}")
+    click_step(page, "#submit-rating")
 
 
 def test_a_story_is_rated_one_question_at_a_time_without_leaking_its_group(
@@ -69,6 +71,8 @@ def test_a_story_is_rated_one_question_at_a_time_without_leaking_its_group(
     }
     study_id = likert_study([item])
     bodies = Bodies(page)
+    steps: list[str] = []
+    page.on("request", lambda r: steps.append(r.url) if r.url.endswith("/step") else None)
     open_and_join(page, live_server.url, study_id, PLAYER)
 
     questions = []
@@ -76,7 +80,11 @@ def test_a_story_is_rated_one_question_at_a_time_without_leaking_its_group(
         page.wait_for_function(f"document.getElementById('position').textContent === '{step + 1}'")
         assert page.inner_text("#total") == "4"
         assert page.inner_text("#text") == STORY_TEXT
-        assert page.locator("#scale button").count() == 5
+        assert page.locator("#scale input[type=radio]").count() == 5
+        assert page.inner_text("#progress") == "Item 1 of 1"
+        assert page.is_disabled("#submit-rating"), "nothing is selected yet"
+        expected = "Submit ratings" if step == 3 else "Next question"
+        assert page.inner_text("#submit-rating") == expected
         assert page.inner_text("#label-low") and page.inner_text("#label-high")
         questions.append(page.inner_text("#question"))
         # The prompt is on the page for the relevance question only.
@@ -91,6 +99,11 @@ def test_a_story_is_rated_one_question_at_a_time_without_leaking_its_group(
             with db.session() as session:
                 assert session.scalars(select(Response)).all() == []
         assert_hidden(bodies.collect(), page.content(), [GROUP, META_MARKER, "4.75"])
+        if step == 0:  # a choice, changed before it is sent: nothing goes to the server
+            page.check("#rate-1")
+            page.check("#rate-2")
+            page.wait_for_timeout(200)
+            assert steps == [] and page.is_enabled("#submit-rating")
         rate(page, value)
 
     assert len(set(questions)) == 4

@@ -22,7 +22,7 @@ from crowd.settings import Settings
 from crowd.storage import Database, PlatformSession, Response, SessionState
 from tests.conftest import passage
 from tests.crowd.platforms.providers.mturk_server import MTurkServer
-from tests.crowd.web.conftest import BROWSER_MARKS, click_step
+from tests.crowd.web.conftest import BROWSER_MARKS, click_step, guess_machine
 
 pytestmark = BROWSER_MARKS
 WORKER = "A3BROWSERWORKER"
@@ -47,7 +47,7 @@ def answer_item(page: Any) -> None:
     """Say 'machine' at sentence 1 and explain; the reveal follows."""
     page.wait_for_selector("#task:not(.hidden)")
     click_step(page, "#human")
-    click_step(page, "#machine")
+    guess_machine(page)
     page.wait_for_selector("#explain:not(.hidden)")
     page.fill("#explanation", "the second sentence changes the subject abruptly")
     with page.expect_response(lambda r: r.url.endswith("/explanation")):
@@ -78,18 +78,25 @@ def test_a_worker_previews_accepts_does_and_submits_a_hit(
     def on_our_server(url: str) -> str:  # the HIT names CROWD_BASE_URL; tests serve elsewhere
         return url.replace(settings.base_url, live_server.url)
 
-    # Preview: the task's page, nothing to answer, no worker made.
+    # Preview: the task's intro (what the work is), nothing to answer, no worker made.
     page.goto(on_our_server(mturk.page_url("", preview=True)))
     page.wait_for_selector("#preview")
-    assert page.is_hidden("#task") and page.is_hidden("#join")
+    page.wait_for_selector("#join:not(.hidden)")
+    assert page.is_hidden("#task") and page.is_disabled("#join-button")
+    assert page.locator("header a").count() == 0, "no link out of MTurk's frame"
     with db.session() as session:
         assert session.scalar(select(func.count(PlatformSession.id))) == 0
 
     assignment_id = mturk.accept(next(iter(mturk.hits)), WORKER)
     page.goto(on_our_server(mturk.page_url(assignment_id)))
+    page.wait_for_selector("#join:not(.hidden)")  # the intro, before the first item
+    assert page.locator("#name").count() == 0  # the platform knows the worker: no name asked
+    page.click("#join-button")
     answer_item(page)
+    assert page.inner_text("#progress") == "Item 1 of 2"  # the HIT's items_per_session
     page.click("#next")
     answer_item(page)
+    assert page.inner_text("#progress") == "Item 2 of 2"
     with db.session() as session:  # both answers are ours before anything goes to MTurk
         assert session.scalar(select(func.count(Response.id))) == 2
     assert mturk.submissions == []

@@ -15,7 +15,13 @@ from sqlalchemy import select
 
 from crowd.storage import Database, Response
 from tests.conftest import passage
-from tests.crowd.web.conftest import BROWSER_MARKS, ONE_PASS, click_step, open_and_join
+from tests.crowd.web.conftest import (
+    BROWSER_MARKS,
+    ONE_PASS,
+    click_step,
+    guess_machine,
+    open_and_join,
+)
 
 pytestmark = BROWSER_MARKS
 
@@ -35,7 +41,7 @@ def reach_explanation(page: Any) -> None:
     page.wait_for_function("document.querySelectorAll('#passage li').length === 1")
     click_step(page, "#human")
     page.wait_for_function("document.querySelectorAll('#passage li').length === 2")
-    click_step(page, "#machine")
+    guess_machine(page)
     page.wait_for_selector("#explain:not(.hidden)")
 
 
