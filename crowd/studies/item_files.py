@@ -28,6 +28,8 @@ from tasks import HitType, ItemSpec
 
 FORMATS = ("jsonl", "csv")
 MAX_INT = 2**63 - 1
+# Numbered columns (sentences.0, candidates.3.text): more places than any HIT type's list.
+MAX_PLACES = 1000
 # Kinds of cell: how a CSV cell's text becomes the field's value.
 TEXT, INT, NUMBER, TEXTS, NUMBERS, OBJECT, VALUE = (
     "text", "int", "number", "texts", "numbers", "object", "value",
@@ -155,7 +157,8 @@ def _delimiter(header_line: str) -> str:
 
 
 def _path(column: str) -> tuple[str | int, ...]:
-    return tuple(int(part) if part.isdigit() else part for part in column.split("."))
+    return tuple(int(part) if part.isascii() and part.isdigit() else part
+                 for part in column.split("."))  # fmt: skip
 
 
 def _kind_of(path: tuple[str | int, ...], columns: Mapping[str, str] | None) -> str | None:
@@ -198,10 +201,10 @@ def read_csv(text: str, hit: HitType, loads: Callable[[str], Any] = strict_json)
             if any(cell.strip() for cell in cells):
                 entries.append(_row(line, cells, columns, loads))
     except csv.Error as error:
-        text = str(error)
-        if "field larger than field limit" in text:
-            text = f"a cell is longer than {csv.field_size_limit()} characters (check the quoting)"
-        raise InvalidItem(f"not readable as CSV: {text}", f"line {reader.line_num}") from None
+        message = str(error)
+        if "field larger than field limit" in message:
+            message = f"a cell is longer than {csv.field_size_limit()} characters (check quotes)"
+        raise InvalidItem(f"not readable as CSV: {message}", f"line {reader.line_num}") from None
     return entries
 
 
@@ -228,6 +231,8 @@ def _header(names: list[str], line: int, hit: HitType) -> list[Column | None]:
         path = _path(name)
         if any(part == "" for part in path) or isinstance(path[0], int):
             raise InvalidItem("not a field name: write e.g. meta.source or sentences.0", where)
+        if any(isinstance(part, int) and part >= MAX_PLACES for part in path):
+            raise InvalidItem(f"places in a list count from 0 to {MAX_PLACES - 1}", where)
         kind = _kind_of(path, known)
         if kind is None:
             fields = sorted({pattern.split(".")[0] for pattern in known or {}})

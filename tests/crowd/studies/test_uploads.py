@@ -244,12 +244,15 @@ def test_a_file_that_cannot_be_read_is_refused_naming_the_line(db: Database) -> 
         ("id,sentences,colour\na,b|c,red\n", "line 1, column 'colour'"),
         ("\n\nid,id\n", "line 3, column 'id'"),
         ('id,sentences,boundary\na,"b|c,1\n', "line 2"),
+        ("id,sentences.99999999999\n", "line 1, column 'sentences.99999999999'"),
         ('id,sentences,boundary\na,"' + "x" * 200_000 + '",1\n', "line 2"),
     ):
         with pytest.raises(ValidationError) as refused:
             _check(db, study_id, text)
         if where is not None:
             assert refused.value.where == where, refused.value
+    superscript = _check(db, study_id, "id,sentences.\u00b2,boundary\na,One.,1\n")
+    assert _problems(superscript)[0][:2] == (2, "sentences")  # a name, not a place
     gap = _check(db, study_id, "id,sentences.0,sentences.2,boundary\na,One.,Three.,1\n")
     assert _problems(gap)[0][:2] == (2, "sentences") and "sentences.1 is empty" in gap[
         "lines"][0]["error"]  # fmt: skip
