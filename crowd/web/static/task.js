@@ -93,6 +93,38 @@
       $("progress").classList.toggle("hidden", counted === null || counted !== view.assignment_id);
     }
 
+    // An answer stored but waiting for its follow-up (a boundary guess's explanation) is no
+    // longer the worker's open item: the browser keeps its id, so a reload asks for it again
+    // rather than skip to the next item. (Not in the preview: it has no worker.)
+    function followupKey() { return "crowd-followup:" + studyId + ":" + app.dataset.worker; }
+    function keepFollowup(view) {
+      if (!app.dataset.worker) { return; }
+      try {
+        if (view.needs_followup) {
+          sessionStorage.setItem(followupKey(), JSON.stringify({
+            id: view.assignment_id, number: $("item-number").textContent, total: $("items-total").textContent,
+          }));
+        } else { sessionStorage.removeItem(followupKey()); }
+      } catch (error) { /* storage blocked: a reload goes on with the next item */ }
+    }
+    async function resume() {
+      let kept = null;
+      try { kept = app.dataset.worker && JSON.parse(sessionStorage.getItem(followupKey()) || "null"); }
+      catch (error) { kept = null; }
+      if (kept && kept.id) {
+        try {
+          const view = await call("GET", base + "/assignments/" + kept.id);
+          if (view.needs_followup) {
+            options.render(view);
+            count({ assignment_id: view.assignment_id, item_number: kept.number, items_total: kept.total });
+            return true;
+          }
+        } catch (error) { /* gone or done elsewhere: go on with the next item */ }
+        keepFollowup({});
+      }
+      return next();
+    }
+
     // Disable the buttons, await the view that request() resolves to and render it; an
     // error is shown in #error (after onError, if given). True when the view was rendered.
     async function submit(request, onError) {
@@ -102,6 +134,7 @@
         $("error").textContent = "";
         options.render(view);
         count(view);
+        keepFollowup(view);
         if (view.done && view.completion) { complete(view.completion); }
         return true;
       } catch (error) {
@@ -158,7 +191,7 @@
     function start(begin) {
       if (app.dataset.preview === "yes") { show("join"); setBusy(true); return; }
       if (!begin) {  // a page of items: #next asks for the next one
-        begin = next;
+        begin = resume;
         $("next").addEventListener("click", next);
       }
       $("join-button").addEventListener("click", async () => {

@@ -357,3 +357,31 @@ def test_likert_ratings_are_chosen_then_sent(
         page.click("#next")
     page.wait_for_selector("#task:not(.hidden)")
     assert page.inner_text("#progress") == "Item 2 of 3"
+
+
+def test_a_reload_before_the_explanation_asks_for_it_again(
+    page: Any, live_server: Any, new_study: Callable[..., int], db: Database
+) -> None:
+    study_id = new_study("boundary", [passage("e0", 1, n=3), passage("e1", 1, n=3)], ONE_PASS)
+    page.goto(f"{live_server.url}/play/{study_id}")
+    page.wait_for_selector("#join:not(.hidden)")
+    page.click("#join-button")
+    page.wait_for_selector("#task:not(.hidden)")
+    click_step(page, "#human")
+    page.wait_for_function("document.querySelectorAll('#passage li').length === 2")
+    guess_machine(page)
+    page.wait_for_selector("#explain:not(.hidden)")
+    page.reload()  # the guess is stored; its explanation is still due
+    page.wait_for_selector("#explain:not(.hidden)")
+    assert page.inner_text("#guess-index") == "2"
+    assert page.inner_text("#progress") == "Item 1 of 2"
+    page.fill("#explanation", "the second sentence changes the subject")
+    with page.expect_response(lambda r: r.url.endswith("/explanation")):
+        page.click("#explain-button")
+    page.wait_for_selector("#reveal:not(.hidden)")
+    page.reload()  # explained: the page goes on with the next item
+    page.wait_for_selector("#task:not(.hidden)")
+    assert page.inner_text("#progress") == "Item 2 of 2"
+    with db.session() as session:
+        explained = session.scalars(select(Response.explanation)).all()
+    assert explained == ["the second sentence changes the subject"]
