@@ -49,9 +49,29 @@ def test_help_loads_no_heavy_library(args: list[str], tmp_path: Path) -> None:
         assert "sqlalchemy" not in loaded and "tasks.boundary" not in loaded
 
 
-def test_keys_and_study_list_load_no_hit_type(tmp_path: Path) -> None:
+def test_keys_and_study_list_load_no_hit_type_and_no_migrations(tmp_path: Path) -> None:
+    loaded_by(["init"], tmp_path)  # the schema, made once
     for args in (["keys", "list"], ["study", "list", "--all"]):
         loaded = loaded_by(args, tmp_path)
         assert "sqlalchemy" in loaded  # it did reach the database
         assert loaded.isdisjoint(HEAVY), (args, sorted(loaded & set(HEAVY)))
         assert not any(name.startswith(("tasks.boundary", "tasks.likert")) for name in loaded)
+        assert "alembic" not in loaded  # at head: one query, not Alembic's upgrade
+
+
+def test_the_schema_check_agrees_with_alembic(tmp_path: Path) -> None:
+    from alembic.script import ScriptDirectory
+
+    from crowd.cli.common import _head_revision, schema_is_current
+    from crowd.storage import Database
+
+    db = Database(f"sqlite:///{tmp_path / 'crowd.db'}")
+    scripts = ScriptDirectory.from_config(db.alembic_config())
+    head = scripts.get_current_head()
+    assert head is not None and _head_revision() == head
+    assert not schema_is_current(db)  # no tables yet
+    db.upgrade(str(scripts.get_revision(head).down_revision))
+    assert not schema_is_current(db)  # one behind
+    db.upgrade()
+    assert schema_is_current(db)
+    db.dispose()
