@@ -9,6 +9,7 @@ into a Submitted assignment that our sync then finds.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from tests.crowd.web.conftest import BROWSER_MARKS, click_step, guess_machine
 
 pytestmark = BROWSER_MARKS
 WORKER = "A3BROWSERWORKER"
+SHOTS = Path("/tmp/shots/helper_worker")
 
 
 @pytest.fixture
@@ -84,6 +86,10 @@ def test_a_worker_previews_accepts_does_and_submits_a_hit(
     page.wait_for_selector("#join:not(.hidden)")
     assert page.is_hidden("#task") and page.is_disabled("#join-button")
     assert page.locator("header a").count() == 0, "no link out of MTurk's frame"
+    page.set_viewport_size({"width": 390, "height": 900})
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "mturk-preview-phone.png"), full_page=True)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
     with db.session() as session:
         assert session.scalar(select(func.count(PlatformSession.id))) == 0
 
