@@ -21,6 +21,7 @@ from crowd.studies.lifecycle import get_study
 from crowd.web.common import json_body
 from crowd.web.dashboard import LoginNeeded, signed_in
 from crowd.web.dashboard import bp as dashboard
+from crowd.web.game import worker_page_context
 from crowd.work import preview as flow
 from tasks import get_hit_type
 
@@ -44,21 +45,6 @@ def _remember(study_id: int, state: dict[str, Any]) -> None:
     session[STATE_KEY] = {**state, "study": study_id}
 
 
-def _worker_page(study: Study, frame: bool) -> dict[str, Any]:
-    hit = get_hit_type(study.hit_type)
-    return {
-        "study_id": study.id,
-        "study_name": study.name,
-        "hit_type": study.hit_type,
-        "title": hit.title,
-        "category": None,
-        "joined": True,
-        "api_base": bp.url_prefix,
-        "config": study.config,
-        "frame": frame,
-    }
-
-
 @dashboard.get("/studies/<int:study_id>/preview")
 def page(study_id: int) -> Any:
     """The preview's frame at a desktop's width and at a phone's, with a way to start over."""
@@ -73,13 +59,14 @@ def worker_page(study_id: int) -> Any:
     with platform().db.read_session() as db:
         study = get_study(db, study_id, signed_in(db))
         session.pop(STATE_KEY, None)
-        hit = get_hit_type(study.hit_type)
-        if hit.live is not None:
+        if get_hit_type(study.hit_type).live is not None:
             raise ValidationError(
                 f"{study.hit_type} is played live between people: open it with a second "
                 "browser once published to try it"
             )
-        return render_template(hit.template, **_worker_page(study, frame=True))
+        # As a worker who has not begun: the intro (instructions, consent) comes first.
+        context = worker_page_context(db, study, None, joined=True, api_base=bp.url_prefix)
+        return render_template(context["template"], **context)
 
 
 def _run(

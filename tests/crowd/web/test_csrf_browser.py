@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -134,7 +135,7 @@ def planted(cookie: str) -> list[str]:
 def dashboard_name(page: Any, base: str) -> str | None:
     """Whose dashboard the browser sees; None when it is sent to the login form."""
     page.goto(f"{base}/dashboard/")
-    if page.url.endswith("/dashboard/login"):
+    if urlsplit(page.url).path == "/dashboard/login":
         return None
     return str(page.inner_text("h1")).removeprefix("Studies of ")
 
@@ -232,6 +233,9 @@ def test_another_page_cannot_act_on_workers_as_the_reviewer(
             for (const [name, value] of Object.entries(fields)) { f.elements[name].value = value; }
             f.submit();
         }""", block)  # fmt: skip
+    # A block asks first, on a page of its own; confirming it there blocks.
+    with page.expect_navigation():
+        page.click("#confirm button[type=submit]")
     assert page.inner_text("#status") == "blocked"
     with db.session() as session:
         blocked = session.scalars(select(WorkerBlock.worker_id)).all()
