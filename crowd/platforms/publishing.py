@@ -55,7 +55,8 @@ def study_ref(session: Session, study: Study) -> StudyRef:
         hit_type=study.hit_type,
         config=study.config,
         work_slots=work_slots(session, study),
-        title=hit.title,
+        # What workers see of the study on the platform: its public title, never its name.
+        title=hit.public_page(study.config)["title"],
         created_at=study.created_at,
     )
 

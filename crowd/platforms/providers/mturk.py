@@ -49,7 +49,7 @@ NOT_SENT = "not_sent"
 OPTION_HELP: dict[str, str] = {
     "reward": "dollars per HIT (per session of items), e.g. '0.50' (required)",
     "sandbox": "true (default) for the requester sandbox, false for production",
-    "title": "HIT title (default: the HIT type's title and the study name)",
+    "title": "HIT title (default: the title workers see, worker_page.title)",
     "description": "HIT description",
     "keywords": "list of search keywords",
     "items_per_session": "items a worker does per HIT (default 10)",
@@ -191,7 +191,7 @@ class MTurkProvider(Provider):
         reward = Decimal(options["reward"])
         needed = mturk_checks.cost(reward, assignments, hits)
         balance = mturk_api.check_balance(client, needed)
-        title = options["title"] or f"{study.title or study.hit_type}: {study.name}"
+        title = options["title"] or study.title or study.hit_type
         hit_type_id = mturk_api.create_hit_type(
             client,
             title=title[: mturk_checks.MAX_TITLE],

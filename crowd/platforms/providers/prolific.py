@@ -62,7 +62,7 @@ OPTION_HELP: dict[str, str] = {
     "places": "number of places (default: enough for every item's annotations)",
     "estimated_minutes": "estimated completion time in minutes (default 10)",
     "maximum_minutes": "time limit in minutes (default: Prolific's)",
-    "name": "study name shown to participants (default: the HIT type's title)",
+    "name": "study name shown to participants (default: the title workers see, worker_page.title)",
     "description": "study description",
     "devices": "list of desktop, tablet, mobile (default all)",
     "filters": "Prolific eligibility filters, passed through (the group of participants the "
@@ -177,7 +177,7 @@ class ProlificProvider(Provider):
             # The experimenter's blocked workers, then and later, never see the study.
             filters = prolific_checks.excluding_group(filters, str(group))
         created = client.create_study(
-            name=options["name"] or f"{study.title or study.hit_type}: {study.name}",
+            name=options["name"] or study.title or study.hit_type,
             internal_name=token,
             description=options["description"],
             external_study_url=prolific_checks.external_url(page, allow_http=development),

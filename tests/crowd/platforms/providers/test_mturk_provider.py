@@ -70,6 +70,8 @@ def test_publish_makes_hits_with_our_page_after_a_balance_check(
     assert len(mturk.hit_types) == 1 and len(mturk.hits) == 2
     hit_type = next(iter(mturk.hit_types.values()))
     assert hit_type.reward == Decimal("0.50")
+    # Workers see the study's public title, never the experimenter's name for it.
+    assert hit_type.title == "Real or Fake Text"
     assert {q["Comparator"] for q in hit_type.qualifications} >= {"DoesNotExist", "In"}
     assert all(hit.url == links["page"] and hit.max_assignments == 2 for hit in mturk.hits.values())
     # 2 HITs x 2 assignments x (0.50 + 20% fee)
