@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import case, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import InvalidAction, NoWorkLeft
@@ -45,6 +45,9 @@ def _view(study: Study, item: Item, state: Mapping[str, Any]) -> dict[str, Any]:
         "preview": True,
         "item_kind": str(item.kind),
         "item_id": item.external_id,
+        # "Item i of n" over the study's items, in the order the preview walks them.
+        "item_number": state.get("number"),
+        "items_total": state.get("total"),
     }
     answer = state.get("answer")
     if answer is None:
@@ -88,7 +91,15 @@ def next_view(
     if item is None:
         raise NoWorkLeft(f"study {study.id} has no items to preview yet: upload some first")
     first = get_hit_type(study.hit_type).start(item.content, utcnow(), study.config)
-    state = {"item": item.id, "progress": first.progress, "answer": None, "seen": [*seen, item.id]}
+    total = session.scalar(select(func.count(Item.id)).where(Item.study_id == study.id))
+    state = {
+        "item": item.id,
+        "progress": first.progress,
+        "answer": None,
+        "seen": [*seen, item.id],
+        "number": len(seen) + 1,
+        "total": total,
+    }
     return _view(study, item, state), state
 
 

@@ -310,6 +310,7 @@ def test_the_preview_walks_the_items_and_stores_nothing(app_client: App, db: Dat
     assert first.status_code == 200, first.text
     view = first.get_json()
     assert view["item_id"] == "q1" and len(view["task"]["candidates"]) == 4
+    assert (view["item_number"], view["items_total"]) == (1, 2)
     again = client.post(f"/dashboard/preview/studies/{study_id}/next", json={}).get_json()
     assert again["item_id"] == "q1"  # the open item, until it is answered
     answered = client.post(
