@@ -90,16 +90,20 @@ def worker(burst: bool, queues: tuple[str, ...]) -> None:
 
 @click.group()
 def keys() -> None:
-    """Experimenter API keys."""
+    """Experimenters and their API keys.
+
+    `crowd keys create NAME` makes experimenter NAME (the only way one is made); the CLI
+    acts as them (`crowd --as NAME`, or alone)."""
 
 
 @keys.command("create")
 @click.argument("name")
 @handle_errors
 def create_key(name: str) -> None:
-    """Create an API key for experimenter NAME (created if new) and print it: it is shown
-    only once. The CLI acts as NAME when NAME is the only experimenter, or with
-    `crowd --as NAME`."""
+    """Create an API key for NAME, a new experimenter if new.
+
+    The key is printed (stdout) and shown only this once. The CLI acts as NAME when NAME is
+    the only experimenter, or with `crowd --as NAME`."""
     from sqlalchemy import func, select
 
     from crowd.accounts import create_api_key
