@@ -278,7 +278,7 @@ def test_the_api_queues_runs_and_the_dashboard_shows_them(
                       json={"settings": {"epochs": 0}}, headers=auth)  # fmt: skip
     assert bad.status_code == 422 and "epochs" in bad.json["error"]
     assert log_in_to_dashboard(client, api_key).status_code == 302
-    page = client.get("/dashboard/").get_data(as_text=True)
+    page = client.get(f"/dashboard/studies/{study_id}").get_data(as_text=True)
     assert "Reward models" in page and "waiting for a crowd-models worker" in page
     run_worker(settings, burst=True, queues=("crowd-models",))
     runs = client.get(f"/api/studies/{study_id}/reward-models", headers=auth).json["runs"]
@@ -296,7 +296,7 @@ def test_the_api_queues_runs_and_the_dashboard_shows_them(
     ):
         refused = client.post(f"/api/studies/{study_id}/reward-models", json=body, headers=auth)
         assert refused.status_code == 422 and refused.json["field"] == field, body
-    page = client.get("/dashboard/").get_data(as_text=True)
+    page = client.get(f"/dashboard/studies/{study_id}").get_data(as_text=True)
     assert "(chance 25%)" in page
     spec = client.get("/openapi.json").json
     assert "/api/studies/{study_id}/reward-models" in spec["paths"]
