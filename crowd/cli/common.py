@@ -12,6 +12,7 @@ import functools
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -49,8 +50,27 @@ def handle_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+# How long after a stop signal the command is asked again while it still runs.
+SIGNAL_AGAIN_SECONDS = 5.0
+
+
 def _exit(signum: int, _frame: Any) -> None:
+    # An exception a signal handler raises is lost when the signal lands while Python runs a
+    # weakref callback or a __del__ (it prints "Exception ignored in ..." and goes on): e.g.
+    # SQLAlchemy's registry callbacks during `crowd worker`'s start, which then worked on,
+    # deaf to that SIGTERM. So the signal is delivered again a little later, unless the
+    # command has ended (its handler is then Python's default again); a command that has by
+    # then started RQ's worker gets it as RQ's own stop request.
+    main = threading.main_thread().ident
+    threading.Thread(target=_again, args=(signum, main), name="signal-again", daemon=True).start()
     raise SystemExit(128 + signum)
+
+
+def _again(signum: int, main: int | None) -> None:
+    time.sleep(SIGNAL_AGAIN_SECONDS)
+    # A real signal to the main thread, which also wakes it from a blocking read (RQ's BLPOP).
+    if main is not None and callable(signal.getsignal(signum)):  # ours, or RQ's by then
+        signal.pthread_kill(main, signum)
 
 
 @contextmanager
