@@ -29,6 +29,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from results_md import write_block
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).with_name("RESULTS.md")
 START, END = "<!-- cli:start -->", "<!-- cli:end -->"
@@ -124,18 +126,16 @@ def results_block(results: list[dict[str, object]], runs: int, load: tuple[float
 
 
 def write_results(block: str) -> None:
-    text = RESULTS.read_text() if RESULTS.exists() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
-        RESULTS.write_text(head + block + tail)
-    else:
-        intro = (
+    write_block(
+        START,
+        END,
+        block,
+        intro=(
             "\n# Benchmark: CLI start-up\n\n"
             "`benchmarks/cli_startup.py` (`make bench-cli`, also run by `make bench`): see its "
             "docstring. The block below is rewritten by each run.\n\n"
-        )
-        RESULTS.write_text(text.rstrip("\n") + "\n" + intro + block + "\n")
+        ),
+    )
 
 
 def main() -> int:

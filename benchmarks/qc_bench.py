@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from results_md import write_block
 from sqlalchemy import select
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -463,18 +464,16 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
 
 
 def write_results(block: str) -> None:
-    text = RESULTS.read_text() if RESULTS.exists() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
-        RESULTS.write_text(head + block + tail)
-    else:
-        intro = (
+    write_block(
+        START,
+        END,
+        block,
+        intro=(
             "\n# Benchmark: quality control on simulated crowds\n\n"
             "`benchmarks/qc_bench.py` (`make bench-qc`): see its docstring. The block below is "
             "rewritten by each run.\n\n"
-        )
-        RESULTS.write_text(text.rstrip("\n") + "\n" + intro + block + "\n")
+        ),
+    )
 
 
 def main() -> None:

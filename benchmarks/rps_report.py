@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from results_md import write_block
 from rps_load import LoadResult
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -114,11 +115,4 @@ outside it is kept.
 
 
 def write_results(block: str) -> None:
-    if RESULTS.exists():
-        text = RESULTS.read_text()
-        if START_MARK in text and END_MARK in text:
-            head, rest = text.split(START_MARK, 1)
-            tail = rest.split(END_MARK, 1)[1]
-            RESULTS.write_text(head + block + tail)
-            return
-    RESULTS.write_text(RESULTS_INTRO + block + "\n")
+    write_block(START_MARK, END_MARK, block, RESULTS_INTRO)

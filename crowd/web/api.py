@@ -16,6 +16,7 @@ from crowd.storage import Experimenter, Report, RewardRun, Role, Study
 from crowd.studies import lifecycle as studies
 from crowd.studies import uploads
 from crowd.studies.annotations import import_file
+from crowd.studies.item_files import decode
 from crowd.web.bodies import loads
 from crowd.web.common import current_experimenter
 from crowd.web.contract import EXPERIMENTER, Media, UnsupportedMedia, operation, read_body
@@ -103,16 +104,7 @@ def raw_text() -> str:
     them)."""
     if request.mimetype in FORM_TYPES:
         raise UnsupportedMedia("send the file itself as the body, not a form")
-    data = request.get_data(cache=True)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise ValidationError(f"not UTF-8 ({error.reason}): save the file as UTF-8",
-                              f"line {line}") from None  # fmt: skip
-    if "\x00" in text:
-        line = text.count("\n", 0, text.index("\x00")) + 1
-        raise ValidationError("holds a NUL character (\\u0000): remove it", f"line {line}")
+    text = decode(request.get_data(cache=True))
     if not text.strip():
         raise ValidationError("the body is empty: send the file itself as the body", "body")
     return text

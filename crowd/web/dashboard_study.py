@@ -25,6 +25,7 @@ from crowd.queue import ALL_QUEUES, job_queue
 from crowd.storage import OutboxEvent, Report, Study, StudyStatus
 from crowd.studies import lifecycle as studies
 from crowd.studies import uploads
+from crowd.studies.item_files import decode
 from crowd.web.dashboard import bp, signed_in
 from crowd.web.results import export_download, refresh_report
 from tasks import get_hit_type
@@ -135,13 +136,7 @@ def _upload_text() -> tuple[str, str | None]:
     """The uploaded file (or the checked text sent back to store it), as text."""
     upload = request.files.get("file")
     if upload is not None and upload.filename:
-        data = upload.read()
-        try:
-            return data.decode("utf-8-sig"), upload.filename
-        except UnicodeDecodeError:
-            raise ValidationError(
-                "is not UTF-8: save it as UTF-8 and upload it again", "file"
-            ) from None
+        return decode(upload.read()), upload.filename
     text = request.form.get("text", "")
     if not text.strip():
         raise ValidationError("choose a file of items (JSON lines or CSV)", "file")

@@ -156,7 +156,7 @@ def test_items_are_checked_line_by_line_before_anything_is_stored(
         },
         content_type="multipart/form-data",
     )
-    assert not_utf8.status_code == 422 and "<strong>file</strong>: is not UTF-8" in not_utf8.text
+    assert not_utf8.status_code == 422 and "<strong>line 2</strong>: not UTF-8" in not_utf8.text
 
 
 def test_settings_change_freely_in_a_draft_and_only_qc_once_published(
