@@ -287,6 +287,11 @@ def import_annotations(
     default=None,
     help='JSON object of options per provider, e.g. {"mturk": {"hits": 3}}.',
 )
+@click.option(
+    "--estimate",
+    is_flag=True,
+    help="Print what publishing would ask for and cost (the options checked), and stop.",
+)
 @handle_errors
 def publish(
     study_id: int,
@@ -295,28 +300,28 @@ def publish(
     sandbox: bool,
     raw_options: tuple[str, ...],
     options_file: Any,
+    estimate: bool,
 ) -> None:
     """Open a study to workers; on MTurk or Prolific this creates HITs or a study there.
 
     MTurk checks the account's balance against rewards plus MTurk's fee first.
     """  # fmt: skip
+    from crowd.platforms import publishing
     from crowd.platforms.providers import PROVIDERS
-    from crowd.platforms.publishing import publish, set_up_accounts, start_publishing
-    from crowd.studies.lifecycle import get_study
 
     options = platform_options(providers, reward, sandbox, raw_options, options_file)
     settings, db = open_database()
     with db.read_session() as session:
-        owner = study_of_cli(session, settings, study_id).experimenter_id
-    # Committed first (Prolific: the group of blocked workers), so that a publish that
-    # fails and its retry use the same one rather than make another.
-    kept = set_up_accounts(db, settings, owner, providers, options)
-    # So is the note that a publish begins: a retry of one that failed after the platform
-    # made its tasks looks for them, a first try does not.
-    start_publishing(db, study_id, providers)
-    with db.session() as session:
-        found = get_study(session, study_id)
-        links = publish(session, settings, found, providers, options, kept)
+        found = study_of_cli(session, settings, study_id)
+        owner = found.experimenter_id
+        if estimate:
+            for name, cost in publishing.estimate(session, found, providers, options).items():
+                total = f": {cost['cost']} {cost['currency']}" if cost["cost"] else ""
+                click.echo(f"{name}{total}")
+                for line in cost["lines"]:
+                    click.echo(f"  {line}")
+            return
+    links = publishing.publish_study(db, settings, study_id, providers, options, owner)
     for name, urls in links.items():
         for label, url in urls.items():
             click.echo(f"{name} {label}: {url}")

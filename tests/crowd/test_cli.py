@@ -36,6 +36,18 @@ def test_study_commands_end_to_end(runner: CliRunner, tmp_path: Path, settings: 
     assert "added 3 items" in imported.output
     again = runner.invoke(main, ["study", "import", study_id, str(items)])
     assert again.exit_code == 1 and "already in study" in again.output
+    # The estimate first: 3 items x 2 answers, 3 items a HIT, 2 assignments: 1 HIT at $0.60.
+    estimate = runner.invoke(main, ["study", "publish", study_id, "--provider", "mturk",
+                                    "--reward", "0.50", "--option", "items_per_session=3",
+                                    "--estimate"])  # fmt: skip
+    assert estimate.exit_code == 0, estimate.output
+    assert estimate.stdout.splitlines()[:2] == [
+        "mturk: 1.20 USD",
+        "  1 HIT(s) x 2 assignment(s), 3 item(s) each, on the sandbox (no money changes hands)",
+    ]
+    no_reward = runner.invoke(main, ["study", "publish", study_id, "--provider", "mturk",
+                                     "--estimate"])  # fmt: skip
+    assert no_reward.exit_code == 1 and "reward" in no_reward.output
     published = runner.invoke(main, ["study", "publish", study_id, "--provider", "local"])
     assert f"/play/{study_id}" in published.output
     status = json.loads(runner.invoke(main, ["study", "status", study_id]).stdout)
