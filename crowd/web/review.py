@@ -79,6 +79,23 @@ def _who(db: Session) -> tuple[review.Reviewer, int] | None:
     return None
 
 
+class _LoginNeeded(Exception):
+    """The page needs a reviewer's (or the experimenter's) session: the login page."""
+
+
+@bp.errorhandler(_LoginNeeded)
+def _to_login(_error: _LoginNeeded) -> Any:
+    return redirect(url_for("review.login"))
+
+
+def _signed_in(db: Session) -> tuple[review.Reviewer, int]:
+    """Who is logged in and whose studies they see, or the login page."""
+    who = _who(db)
+    if who is None:
+        raise _LoginNeeded
+    return who
+
+
 def _study(db: Session, study_id: int, experimenter_id: int) -> Study:
     experimenter = db.get(Experimenter, experimenter_id)
     if experimenter is None:  # get_study(…, None) would skip the ownership check
@@ -112,10 +129,7 @@ def logout() -> Any:
 @bp.get("/")
 def index() -> Any:
     with platform().db.read_session() as db:
-        who = _who(db)
-        if who is None:
-            return redirect(url_for("review.login"))
-        reviewer, experimenter_id = who
+        reviewer, experimenter_id = _signed_in(db)
         rows = [
             studies.progress(db, study)
             for study in db.scalars(
@@ -133,10 +147,7 @@ def _allowed(reviewer: review.Reviewer, among: tuple[str, ...] = review.ACTIONS)
 def study_page(study_id: int) -> Any:
     sort = request.args.get("sort", "worker")
     with platform().db.read_session() as db:
-        who = _who(db)
-        if who is None:
-            return redirect(url_for("review.login"))
-        reviewer, experimenter_id = who
+        reviewer, experimenter_id = _signed_in(db)
         study = _study(db, study_id, experimenter_id)
         table = review.worker_table(db, study, sort)
         rules = sorted({rule for row in table for rule in row["rule_hits"]})
@@ -157,10 +168,7 @@ def study_page(study_id: int) -> Any:
 @bp.get("/studies/<int:study_id>/workers/<int:worker_id>")
 def worker_page(study_id: int, worker_id: int) -> Any:
     with platform().db.read_session() as db:
-        who = _who(db)
-        if who is None:
-            return redirect(url_for("review.login"))
-        reviewer, experimenter_id = who
+        reviewer, experimenter_id = _signed_in(db)
         study = _study(db, study_id, experimenter_id)
         history = review.worker_history(db, study, worker_id)
         items = review.answered_items(db, study, worker_id)
@@ -176,18 +184,14 @@ def worker_page(study_id: int, worker_id: int) -> Any:
 
 
 # -- acting ------------------------------------------------------------------------------------
-def _post_action(study_id: int, do: Callable[[Session, Study, review.Reviewer], str]) -> bool:
-    """Run one form action as the logged-in person; False when nobody is logged in."""
+def _post_action(study_id: int, do: Callable[[Session, Study, review.Reviewer], str]) -> None:
+    """Run one form action as the logged-in person (the login page when nobody is)."""
     try:
         with platform().db.session() as db:
-            who = _who(db)
-            if who is None:
-                return False
-            reviewer, experimenter_id = who
+            reviewer, experimenter_id = _signed_in(db)
             flash(do(db, _study(db, study_id, experimenter_id), reviewer), "ok")
     except CrowdError as error:
         flash(str(error), "error")
-    return True
 
 
 def _form_params() -> dict[str, Any]:
@@ -227,8 +231,7 @@ def act(study_id: int, worker_id: int) -> Any:
     def do(db: Session, study: Study, reviewer: review.Reviewer) -> str:
         return review.act(db, study, worker_id, action, reviewer, params).message
 
-    if not _post_action(study_id, do):
-        return redirect(url_for("review.login"))
+    _post_action(study_id, do)
     return redirect(back)
 
 
@@ -248,8 +251,7 @@ def bulk(study_id: int) -> Any:
         outcomes = review.bulk(db, study, rule, action, reviewer, params)
         return f"{action.replace('_', '-')} on {len(outcomes)} worker(s) flagged by {rule}"
 
-    if not _post_action(study_id, do):
-        return redirect(url_for("review.login"))
+    _post_action(study_id, do)
     return redirect(back)
 
 
@@ -265,10 +267,7 @@ def _confirm(
     rule flags, and takes it when confirmed. An action that would be refused anyway is
     refused now, with its message, instead of being confirmed first."""
     with platform().db.read_session() as db:
-        who = _who(db)
-        if who is None:
-            return redirect(url_for("review.login"))
-        reviewer, experimenter_id = who
+        reviewer, experimenter_id = _signed_in(db)
         study = _study(db, study_id, experimenter_id)
         try:
             review.check_decision(reviewer, action, params)
@@ -306,10 +305,7 @@ def _confirm(
 @bp.get("/studies/<int:study_id>/audit")
 def audit_page(study_id: int) -> Any:
     with platform().db.read_session() as db:
-        who = _who(db)
-        if who is None:
-            return redirect(url_for("review.login"))
-        reviewer, experimenter_id = who
+        reviewer, experimenter_id = _signed_in(db)
         _study(db, study_id, experimenter_id)
         entries = text.audit_lines(
             review.audit_row(entry) for entry in review.audit_log(db, study_id)
