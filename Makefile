@@ -10,7 +10,8 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev,ml]'
+	$(PY) -m pip install -q -e '.[dev,ml,helm]'
+	$(PY) -m pip install -q --no-deps crfm-helm==0.5.16
 	@touch $@
 
 install: $(STAMP)
