@@ -276,6 +276,14 @@ class HitType(ABC):
             raise TypeError(f"{self.name} must set single_label or override the label methods")
         return self.single_label
 
+    def label_applies(self, method: str, question: str, config: Mapping[str, Any]) -> bool:
+        """Whether aggregation `method` runs on the labels of `question` (an answer_labels key).
+
+        Every method fits every question by default; a type whose questions differ in kind
+        (a form's ratings beside its categories) keeps ordinal methods to ordinal questions.
+        """
+        return True
+
     def answer_labels(self, answer: Mapping[str, Any]) -> dict[str, Hashable]:
         """The answer as categorical labels, one per question the item asks.
 

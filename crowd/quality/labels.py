@@ -3,7 +3,7 @@ promoted from the agreement of trusted workers."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import replace
 from typing import Any, cast
 
@@ -23,7 +23,7 @@ from crowd.storage import (
 )
 from qc.aggregation import aggregate, bradley_terry_best, label_accuracy
 from qc.gold import promote_gold
-from tasks import get_hit_type
+from tasks import HitType, get_hit_type
 
 METHODS = (
     "majority_vote", "dawid_skene", "mace", "ordinal_mean", "first_change", "bradley_terry",
@@ -82,8 +82,8 @@ def compute_aggregations(
     """
     hit = get_hit_type(study.hit_type)
     answers = _answers(session, study, filtered)
-    triples = [
-        (f"{item.external_id}/{key}", worker, label)
+    labelled = [
+        (item.external_id, key, worker, label)
         for item, worker, answer, _ in answers
         for key, label in hit.answer_labels(answer).items()
     ]
@@ -95,11 +95,14 @@ def compute_aggregations(
     }
     summary: dict[str, Any] = {}
     stored: dict[str, dict[str, Any]] = {}
-    if not triples:
+    if not labelled:
         return summary, stored
     results = {}
     wanted = [m for m in hit.aggregation_methods if m in methods]
     for method in (m for m in wanted if m != "bradley_terry"):
+        triples = method_triples(hit, method, labelled, study.config)
+        if not triples:  # no question of the study fits the method (a form without ratings)
+            continue
         try:
             results[method] = aggregate(method, triples)
         except ValueError as error:  # e.g. too little data for the model
@@ -132,6 +135,24 @@ def compute_aggregations(
             "agreement_with_majority_vote": data["agreement_with_majority_vote"],
         }
     return summary, stored
+
+
+def method_triples(
+    hit: HitType,
+    method: str,
+    labelled: list[tuple[str, str, str, Hashable]],
+    config: Mapping[str, Any],
+) -> list[tuple[str, str, Hashable]]:
+    """The (task, worker, label) triples `method` aggregates, of (item, question, worker,
+    label) answers: the questions the HIT type says the method applies to."""
+    applies: dict[str, bool] = {}
+    triples = []
+    for item, question, worker, label in labelled:
+        if question not in applies:
+            applies[question] = hit.label_applies(method, question, config)
+        if applies[question]:
+            triples.append((f"{item}/{question}", worker, label))
+    return triples
 
 
 def answer_groups(session: Session, study: Study, filtered: bool = True) -> list[str]:
