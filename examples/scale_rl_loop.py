@@ -185,7 +185,10 @@ def send_round(
     except ScaleResourceNotFound:
         created = client.create_project(project, TaskType.Comparison, params={
             "instruction": INSTRUCTION,
-            "crowd": {"annotations_per_item": annotations_per_item, "attention_rate": 0.0},
+            # Best of K: workers pick the best attachment (Scale's own comparison asks one
+            # of the task's choices instead).
+            "crowd": {"pick": "attachment", "annotations_per_item": annotations_per_item,
+                      "attention_rate": 0.0},
         })  # fmt: skip
     study_id = int(created.as_dict()["study_id"])
     batch = f"{project}-round-{round_number}"

@@ -3,8 +3,9 @@
 A task is complete once its item has its target number of answers that QC accepts: answers
 of workers the study's QC excluded (crowd.quality.standing.excluded_by), of blocked workers, and of
 rejected assignments do not count, and each of them raises the item's target by one so
-another worker answers in its place. The response is the majority of the accepted picks
-(crowd.scale.params.task_response). Then the task's callback is scheduled as a signed,
+another worker answers in its place. The response is made of the accepted answers, best-of-K
+picks (`answer["best"]`) or form answers (`answer["fields"]`), in Scale's shape for the
+task's type (crowd.scale.params.task_response). Then the task's callback is scheduled as a signed,
 retried delivery (crowd.delivery.signed) carrying Scale's `scale-callback-auth` header; its outcome
 sets the task's `callback_succeeded`.
 
@@ -120,7 +121,7 @@ def settle(
     for task in tasks:
         answers = [row for row in rows if row.item_id == task.item_id]
         accepted = [
-            int(row.answer["best"])
+            row.answer
             for row in answers
             if row.worker_id not in left_out and row.state != AssignmentState.REJECTED
         ]
@@ -142,14 +143,14 @@ def _reopen(session: Session, task: ScaleTask, target: int) -> None:
         item.target = target
 
 
-def complete(session: Session, task: ScaleTask, picks: list[int]) -> None:
+def complete(session: Session, task: ScaleTask, answers: list[dict[str, Any]]) -> None:
     """Mark the task completed with the aggregated response and schedule its callback."""
     now = utcnow()
-    task.response = task_response(task.type, task.params, picks)
+    task.response = task_response(task.type, task.params, answers)
     task.status = ScaleTaskStatus.COMPLETED
     task.completed_at = now
     task.updated_at = now
-    log.info("Scale task %s completed from %d answers", task.task_id, len(picks))
+    log.info("Scale task %s completed from %d answers", task.task_id, len(answers))
     if not task.callback_url:
         return
     key = callback_auth_key(session, task.experimenter_id)

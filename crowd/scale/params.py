@@ -1,13 +1,21 @@
 """Scale task requests checked and mapped onto our items, and responses in Scale's shape.
 
-Pure: no database, no Flask. Both Scale task types we speak become items of a `comparison`
-study (pick the best of K), because both ask a worker to pick exactly one of a few texts:
+Pure: no database, no Flask. A project's tasks are items of its study, whose HIT type the
+project's type (and its explicit ask) decides (`study_hit_type`):
 
-- comparison: `instruction` is the context shown to the worker (the item's query, x in the
+- comparison, as Scale means it (the default): a `form` item. The `attachments` are shown,
+  the `choices` are the answers to the question and Scale's `fields` are free-text
+  questions; the response is `{"choice": "<chosen choice>", "fields": {...}}`
+  (crowd/scale/forms.py).
+- comparison with params `{"crowd": {"pick": "attachment"}}`: best of K, a `comparison`
+  item. `instruction` is the context shown to the worker (the item's query, x in the
   comparison paper), `attachments` are the K candidates (y0..yK-1, in this order), optional
   `choices` name them. The response is `{"choice": <index>, "chosen": <text>, ...}`.
-- categorization: `attachment` (with the `instruction` above it, when given) is the item's
-  query and the `categories` are the candidates. The response is `{"category": <name>}`.
+- categorization: a `comparison` item: `attachment` (with the `instruction` above it, when
+  given) is the item's query and the `categories` are the candidates. The response is
+  `{"category": <name>}`.
+- textcollection: a `form` item with the task's own fields (crowd/scale/forms.py); the
+  response is `{"responses": [per respondent], "annotations": {...}}`.
 
 The bodies are checked by their models (crowd/web/schemas/scale.py: types, lengths, unknown
 keys); what is checked here are the rules between fields. Scale's field names are kept in
@@ -20,24 +28,46 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from crowd.exceptions import ValidationError
+from crowd.scale import forms
 
 COMPARISON = "comparison"
 CATEGORIZATION = "categorization"
-TASK_TYPES = (COMPARISON, CATEGORIZATION)
-# The HIT type both task types become (see the module docstring).
-HIT_TYPE = "comparison"
+TEXTCOLLECTION = "textcollection"
+TASK_TYPES = (COMPARISON, CATEGORIZATION, TEXTCOLLECTION)
+# The HIT types tasks become (see the module docstring).
+PICK_HIT = "comparison"
+FORM_HIT = "form"
+PICK_ATTACHMENT = "attachment"  # params.crowd.pick: the explicit ask for best of K
 MIN_OPTIONS = 2
 MAX_OPTIONS = 8  # the comparison HIT's limit on candidates
+MAX_CHOICES = 50  # a form category field's
 MAX_TEXT = 10_000
 MAX_QUERY = 20_000
 MAX_INSTRUCTION = 5_000
 MAX_NAME = 200
 MAX_TAGS = 50
 MAX_METADATA_CHARS = 50_000
+MAX_RESPONSES = 100
+
+
+def study_hit_type(task_type: str, params: Mapping[str, Any] | None) -> str:
+    """The HIT type of a project's study: its type's, or best of K when asked for."""
+    crowd = (params or {}).get("crowd") or {}
+    pick = crowd.get("pick") if isinstance(crowd, Mapping) else None
+    if pick is not None and (task_type != COMPARISON or pick != PICK_ATTACHMENT):
+        raise ValidationError(
+            f'only comparison projects take "pick", and only "{PICK_ATTACHMENT}" (workers pick '
+            "the best attachment): leave it out for Scale's comparison, where they answer "
+            "with one of the choices",
+            "params.crowd.pick",
+        )
+    if task_type == CATEGORIZATION or pick == PICK_ATTACHMENT:
+        return PICK_HIT
+    return FORM_HIT
 
 
 @dataclass(frozen=True)
@@ -54,28 +84,22 @@ class TaskRequest:
     tags: list[str]
     # Scale's `params` of the task (what the task object echoes back).
     params: dict[str, Any]
-    # The item's query and candidate texts, in the request's order.
-    query: str
-    options: list[str]
+    # What the item shows: a comparison item's query and candidates, a form item's
+    # attachments and fields.
+    content: dict[str, Any]
+    # The item's expected answer (evaluation and training tasks): {"best": i} or
+    # {"expected": {field_id: values}}.
+    expected: dict[str, Any] | None = None
     expected_response: dict[str, Any] | None = None
-    expected_index: int | None = None
-    policies: list[str] | None = field(default=None)
+    # responses_required: the answers the task needs (None: annotations_per_item).
+    target: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
 
     def item_record(self, item_id: str, kind: str) -> dict[str, Any]:
-        """The comparison item this task becomes (see tasks/comparison/items.py)."""
-        record: dict[str, Any] = {
-            "id": item_id,
-            "kind": kind,
-            "query": self.query,
-            "candidates": [
-                {"text": text, **({"policy": self.policies[i]} if self.policies else {})}
-                for i, text in enumerate(self.options)
-            ],
-            "meta": {"scale_task_id": item_id, "scale_type": self.type},
-        }
-        if self.expected_index is not None:
-            record["best"] = self.expected_index
-        return record
+        """The item this task becomes (see tasks/comparison/items.py, tasks/form/items.py)."""
+        meta = {"scale_task_id": item_id, "scale_type": self.type, **self.meta}
+        return {"id": item_id, "kind": kind, **self.content, **(self.expected or {}),
+                "meta": meta}  # fmt: skip
 
 
 def _fail(message: str, where: str) -> ValidationError:
@@ -89,7 +113,35 @@ def _distinct(texts: list[str], where: str, what: str) -> list[str]:
     return texts
 
 
-def _comparison(fields: Mapping[str, Any]) -> dict[str, Any]:
+def _policies(fields: Mapping[str, Any], options: list[str]) -> list[str] | None:
+    policies = (fields.get("metadata") or {}).get("policies")
+    if policies is not None and not (
+        isinstance(policies, list)
+        and len(policies) == len(options)
+        and all(isinstance(p, str) and p.strip() for p in policies)
+    ):
+        raise _fail(
+            f"metadata.policies, when given, names the model behind each option: "
+            f"{len(options)} non-empty names",
+            "metadata.policies",
+        )
+    return policies
+
+
+def _pick_content(query: str, options: list[str], fields: Mapping[str, Any]) -> dict[str, Any]:
+    policies = _policies(fields, options)
+    candidates = [{"text": text, **({"policy": policies[i]} if policies else {})}
+                  for i, text in enumerate(options)]  # fmt: skip
+    return {"query": query, "candidates": candidates}
+
+
+def _best_of_k(fields: Mapping[str, Any], quality: bool) -> dict[str, Any]:
+    if fields.get("attachment_type", "text") != "text":
+        raise _fail("best-of-K projects compare texts: send attachment_type 'text'",
+                    "attachment_type")  # fmt: skip
+    if fields.get("fields"):
+        raise _fail("free-text questions are not asked in a best-of-K project (params.crowd."
+                    "pick): its workers pick one attachment", "fields")  # fmt: skip
     options = _distinct(list(fields["attachments"]), "attachments", "text attachments")
     params: dict[str, Any] = {"attachment_type": "text", "attachments": options}
     choices = fields.get("choices")
@@ -102,97 +154,133 @@ def _comparison(fields: Mapping[str, Any]) -> dict[str, Any]:
                 "choices",
             )
         params["choices"] = names
-    return {"params": params, "query": fields["instruction"], "options": options}
+    mapped: dict[str, Any] = {"params": params,
+                              "content": _pick_content(fields["instruction"], options, fields)}
+    if quality:
+        expected = dict(fields["expected_response"])
+        mapped["expected"] = {"best": _expected_index(options, params.get("choices"), expected)}
+    return mapped
 
 
-def _categorization(fields: Mapping[str, Any]) -> dict[str, Any]:
+def _scale_comparison(fields: Mapping[str, Any], quality: bool) -> dict[str, Any]:
+    attachment_type = fields.get("attachment_type", "text")
+    params: dict[str, Any] = {"attachment_type": attachment_type,
+                              "attachments": list(fields["attachments"])}  # fmt: skip
+    for key in ("choices", "fields"):
+        if fields.get(key):
+            params[key] = fields[key]
+    content = forms.comparison_item(fields.get("instruction"), params["attachments"],
+                                    attachment_type, params.get("choices"),
+                                    params.get("fields"))  # fmt: skip
+    mapped: dict[str, Any] = {"params": params, "content": content}
+    if quality:
+        expected = forms.expected_choice(params.get("choices"), fields["expected_response"])
+        mapped["expected"] = {"expected": expected}
+    return mapped
+
+
+def _categorization(fields: Mapping[str, Any], quality: bool) -> dict[str, Any]:
     instruction, attachment = fields.get("instruction"), fields["attachment"]
     options = _distinct(list(fields["categories"]), "categories", "categories")
     query = f"{instruction}\n\n{attachment}" if instruction else attachment
     if len(query) > MAX_QUERY:
         raise _fail(f"instruction and attachment exceed {MAX_QUERY} characters", "attachment")
     params = {"attachment_type": "text", "attachment": attachment, "categories": options}
-    return {"params": params, "query": query, "options": options}
+    mapped: dict[str, Any] = {"params": params,
+                              "content": _pick_content(query, options, fields)}
+    if quality:
+        category = fields["expected_response"].get("category")
+        if category not in options:
+            raise _fail(f'must be {{"category": <one of {options}>}}', "expected_response")
+        mapped["expected"] = {"best": options.index(category)}
+    return mapped
 
 
-def parse_task(task_type: str, fields: Mapping[str, Any], quality: bool = False) -> TaskRequest:
-    """The item a task becomes, from a body its model checked (`quality`: an evaluation or
-    training task's); what is checked here are the rules between fields."""
+def _textcollection(fields: Mapping[str, Any], quality: bool) -> dict[str, Any]:
+    params = {"attachments": list(fields["attachments"]), "fields": list(fields["fields"])}
+    content = forms.textcollection_item(fields.get("instruction"), params["attachments"],
+                                        params["fields"])  # fmt: skip
+    mapped: dict[str, Any] = {"params": params, "content": content}
+    if quality:
+        expected = forms.expected_fields(content["fields"], fields["expected_response"],
+                                         "expected_response")  # fmt: skip
+        mapped["expected"] = {"expected": expected}
+    return mapped
+
+
+def parse_task(
+    task_type: str, fields: Mapping[str, Any], quality: bool = False, hit_type: str = PICK_HIT
+) -> TaskRequest:
+    """The item a task becomes in a study of `hit_type`, from a body its model checked
+    (`quality`: an evaluation or training task's); what is checked here are the rules
+    between fields."""
     if task_type not in TASK_TYPES:
         raise _fail(
             f"task type {task_type!r} is not available here: this server speaks "
-            f"{' and '.join(TASK_TYPES)} tasks",
+            f"{', '.join(TASK_TYPES)} tasks",
             "type",
         )
     project, batch = fields.get("project"), fields.get("batch")
     if project is None and batch is None:
         raise _fail("name the project the task belongs to (or its batch)", "project")
-    mapped = (_comparison if task_type == COMPARISON else _categorization)(fields)
-    metadata = dict(fields.get("metadata") or {})
-    policies = metadata.get("policies")
-    if policies is not None and not (
-        isinstance(policies, list)
-        and len(policies) == len(mapped["options"])
-        and all(isinstance(p, str) and p.strip() for p in policies)
-    ):
-        raise _fail(
-            f"metadata.policies, when given, names the model behind each option: "
-            f"{len(mapped['options'])} non-empty names",
-            "metadata.policies",
-        )
-    request = TaskRequest(
+    if task_type == CATEGORIZATION:
+        mapped = _categorization(fields, quality)
+    elif task_type == TEXTCOLLECTION:
+        mapped = _textcollection(fields, quality)
+    elif hit_type == PICK_HIT:
+        mapped = _best_of_k(fields, quality)
+    else:
+        mapped = _scale_comparison(fields, quality)
+    target = fields.get("responses_required")
+    params = mapped["params"]
+    if target is not None:
+        params["responses_required"] = target
+    return TaskRequest(
         type=task_type,
         project=project,
         batch=batch,
         callback_url=fields.get("callback_url"),
         instruction=fields.get("instruction"),
         unique_id=fields.get("unique_id"),
-        metadata=metadata,
+        metadata=dict(fields.get("metadata") or {}),
         tags=sorted(set(fields.get("tags") or [])),
-        params=mapped["params"],
-        query=mapped["query"],
-        options=mapped["options"],
-        policies=policies,
+        params=params,
+        content=mapped["content"],
+        expected=mapped.get("expected"),
+        expected_response=dict(fields["expected_response"]) if quality else None,
+        target=target,
     )
-    if not quality:
-        return request
-    expected = dict(fields["expected_response"])
-    return replace(request, expected_response=expected,
-                   expected_index=expected_index(request, expected))  # fmt: skip
 
 
-def expected_index(request: TaskRequest, expected: Mapping[str, Any]) -> int:
-    """The option an evaluation or training task's expected_response picks."""
-    where = "expected_response"
-    options = request.options
-    if request.type == CATEGORIZATION:
-        category = expected.get("category")
-        if category not in options:
-            raise _fail(f'must be {{"category": <one of {options}>}}', where)
-        return options.index(category)
+def _expected_index(
+    options: list[str], names: list[str] | None, expected: Mapping[str, Any]
+) -> int:
+    """The option a best-of-K evaluation or training task's expected_response picks."""
     choice = expected.get("choice")
     if isinstance(choice, int) and not isinstance(choice, bool) and 0 <= choice < len(options):
         return choice
-    names = request.params.get("choices") or []
-    if isinstance(choice, str) and choice in names:
-        return list(names).index(choice)
+    if isinstance(choice, str) and choice in (names or []):
+        return list(names or []).index(choice)
     if isinstance(choice, str) and choice in options:
         return options.index(choice)
     raise _fail(
         f'must be {{"choice": <index 0 to {len(options) - 1}>}} (or a choice name or the '
         "attachment's text)",
-        where,
+        "expected_response",
     )
 
 
 def project_params(
-    params: Mapping[str, Any] | None,
-) -> tuple[dict[str, Any], str | None, dict[str, Any]]:
-    """A project's params, the study instructions they give and the study config (`crowd`)."""
+    task_type: str, params: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """A project's params, its study's HIT type and the study config (`crowd`, without the
+    ask for best of K)."""
+    hit_type = study_hit_type(task_type, params)
     if params is None:
-        return {}, None, {}
+        params = {}
     instruction = params.get("instruction")
     config = dict(params.get("crowd") or {})
+    config.pop("pick", None)
     if instruction is not None:
         if config.get("instructions") is not None:
             raise _fail(
@@ -202,13 +290,13 @@ def project_params(
         config["instructions"] = instruction
     # Each task is imported on its own, and the comparison type would give a share of every
     # import (so every single task) to extra workers: tasks get annotations_per_item each.
-    if config.setdefault("overlap_share", 0.0) != 0:
+    if hit_type == PICK_HIT and config.setdefault("overlap_share", 0.0) != 0:
         raise _fail(
             "must be 0 for Scale projects: every task gets annotations_per_item answers; "
             "raise annotations_per_item instead",
             "params.crowd.overlap_share",
         )
-    return dict(params), instruction, config
+    return dict(params), hit_type, config
 
 
 def request_hash(*parts: Any) -> str:
@@ -226,9 +314,17 @@ def aggregate_choice(picks: Sequence[int]) -> tuple[int, list[int]]:
 
 
 def task_response(
-    task_type: str, params: Mapping[str, Any], picks: Sequence[int]
+    task_type: str, params: Mapping[str, Any], answers: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
-    """A completed task's response from the accepted workers' picks (option indices, in order)."""
+    """A completed task's response from the accepted answers, in order: best-of-K picks
+    (`{"best": i}`) or form answers (`{"fields": {...}}`)."""
+    if task_type == TEXTCOLLECTION:
+        ids = [field["field_id"] for field in params["fields"]]
+        return forms.textcollection_response(ids, answers)
+    if "best" not in answers[0]:
+        return forms.comparison_response(params.get("choices"), list(params.get("fields") or {}),
+                                         answers)  # fmt: skip
+    picks = [int(answer["best"]) for answer in answers]
     winner, counted = aggregate_choice(picks)
     options = list(params["attachments" if task_type == COMPARISON else "categories"])
     votes = counted + [0] * (len(options) - len(counted))

@@ -1,9 +1,11 @@
 """The Scale-compatible task API: projects, batches and tasks on top of studies and items.
 
-A Scale project is one `comparison` study of the experimenter, created with the project; a
-task is one item of that study (an evaluation task a gold item, a training task a training
-item), so tasks are served by crowd/work/ to whichever crowds the study is published to,
-under the study's QC. What Scale's objects hold beyond the item lives in storage/scale.py.
+A Scale project is one study of the experimenter, created with the project (a `form` study
+for comparison and textcollection projects, a `comparison` study for categorization and
+best-of-K projects: crowd/scale/params.py); a task is one item of that study (an evaluation
+task a gold item, a training task a training item), so tasks are served by crowd/work/ to
+whichever crowds the study is published to, under the study's QC. What Scale's objects
+hold beyond the item lives in storage/scale.py.
 The request bodies are declared in crowd/web/schemas/scale.py; the rules between their
 fields and the mapping onto items are in params.py, listing in listing.py, completion and
 callbacks in completion.py (beside this module).
@@ -21,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from crowd.exceptions import AlreadyExists, InvalidConfig, NotFound, ValidationError
-from crowd.scale.params import HIT_TYPE, TaskRequest, parse_task, project_params, request_hash
+from crowd.scale.params import parse_task, project_params, request_hash
 from crowd.storage import (
     Experimenter,
     Item,
@@ -76,13 +78,14 @@ def create_project(
     name: str,
     task_type: str,
     raw_params: Mapping[str, Any] | None = None,
+    rapid: bool = False,
 ) -> ScaleProject:
     """A project and its study; the study's settings come from params.crowd."""
-    params, _, config = project_params(raw_params)
+    params, hit_type, config = project_params(task_type, raw_params)
     if _find_project(session, experimenter.id, name) is not None:
         raise AlreadyExists(f"you already have a project named {name!r}: pick another name")
     try:
-        study = studies.create_study(session, experimenter, name, HIT_TYPE, config)
+        study = studies.create_study(session, experimenter, name, hit_type, config)
     except InvalidConfig as error:
         where = f"params.crowd.{error.where}" if error.where else "params.crowd"
         raise ValidationError(error.message, where) from None
@@ -92,6 +95,7 @@ def create_project(
         name=name,
         type=task_type,
         params=params,
+        rapid=rapid,
     )
     try:
         with session.begin_nested():
@@ -149,6 +153,7 @@ def project_json(project: ScaleProject) -> dict[str, Any]:
         # scaleapi's Project reads the latest params (and their version) from the history.
         "param_history": [{**project.params, "version": 0, "created_at": created}],
         "created_at": created,
+        "rapid": project.rapid,
         "study_id": project.study_id,
         "crowd": {
             "study_id": study.id,
@@ -167,6 +172,8 @@ def create_batch(
     project_name: str,
     name: str,
     metadata: Mapping[str, Any] | None = None,
+    calibration_batch: bool = False,
+    self_label_batch: bool = False,
 ) -> ScaleBatch:
     """A batch of the project; its tasks are held until it is finalized."""
     project = get_project(session, experimenter, project_name)
@@ -177,6 +184,8 @@ def create_batch(
         project_id=project.id,
         name=name,
         meta=dict(metadata or {}),
+        calibration_batch=calibration_batch,
+        self_label_batch=self_label_batch,
     )
     try:
         with session.begin_nested():
@@ -205,7 +214,8 @@ def get_batch(
 
 
 def finalize_batch(session: Session, experimenter: Experimenter, name: str) -> ScaleBatch:
-    """Release the batch's pending tasks to workers; finalizing twice changes nothing."""
+    """Release the batch's pending tasks to workers (an evaluation or training task's item
+    gets its kind back); finalizing twice changes nothing."""
     batch = get_batch(session, experimenter, name, lock=True)
     if batch.finalized_at is not None:
         return batch
@@ -214,10 +224,11 @@ def finalize_batch(session: Session, experimenter: Experimenter, name: str) -> S
         ScaleTask.batch_id == batch.id, ScaleTask.status == ScaleTaskStatus.PENDING
     )
     planned = select(ScaleTask.target).where(ScaleTask.item_id == Item.id).scalar_subquery()
+    kind = select(ScaleTask.kind).where(ScaleTask.item_id == Item.id).scalar_subquery()
     session.execute(
         update(Item)
         .where(Item.id.in_(held))
-        .values(target=planned)
+        .values(target=planned, kind=kind)
         .execution_options(synchronize_session=False)
     )
     return batch
@@ -251,6 +262,8 @@ def batch_json(session: Session, batch: ScaleBatch) -> dict[str, Any]:
         "finalized_at": timestamp(batch.finalized_at),
         "metadata": batch.meta,
         "callback": batch.callback or "",
+        "calibration_batch": batch.calibration_batch,
+        "self_label_batch": batch.self_label_batch,
         "tasks": counts,
     }
 
@@ -279,20 +292,22 @@ def _same_or_conflict(task: ScaleTask, fingerprint: str) -> ScaleTask:
 
 
 def _place(
-    session: Session, experimenter: Experimenter, request: TaskRequest
+    session: Session, experimenter: Experimenter, task_type: str, fields: Mapping[str, Any]
 ) -> tuple[ScaleProject, ScaleBatch | None]:
-    batch = None if request.batch is None else get_batch(session, experimenter, request.batch)
-    if batch is not None and request.project not in (None, batch.project.name):
+    name, batch_name = fields.get("project"), fields.get("batch")
+    if name is None and batch_name is None:
+        raise ValidationError("name the project the task belongs to (or its batch)", "project")
+    batch = None if batch_name is None else get_batch(session, experimenter, batch_name)
+    if batch is not None and name not in (None, batch.project.name):
         raise ValidationError(
-            f"batch {batch.name!r} belongs to project {batch.project.name!r}, not "
-            f"{request.project!r}",
+            f"batch {batch.name!r} belongs to project {batch.project.name!r}, not {name!r}",
             "batch",
         )
     project = batch.project if batch is not None else get_project(
-        session, experimenter, request.project or "")  # fmt: skip
-    if project.type != request.type:
+        session, experimenter, name or "")  # fmt: skip
+    if project.type != task_type:
         raise ValidationError(
-            f"project {project.name!r} takes {project.type} tasks: create {request.type} tasks "
+            f"project {project.name!r} takes {project.type} tasks: create {task_type} tasks "
             "in a project of that type",
             "project",
         )
@@ -309,20 +324,17 @@ def create_task(
 ) -> ScaleTask:
     """A task and its item from the fields of a checked task body; the same unique_id and
     request again give the same task. `sent` is the body as the client sent it (default:
-    `fields`): the fingerprint of a unique_id is the request's, as it always was."""
-    request = parse_task(task_type, fields, quality=kind != ItemKind.REAL)
+    `fields`): the fingerprint of a unique_id is the request's, as it always was. A task of
+    a batch not finalized yet (an evaluation or training task too) is held until it is."""
     fingerprint = request_hash(str(kind), task_type, dict(sent if sent is not None else fields))
-    if request.unique_id is not None:
-        existing = _by_unique_id(session, experimenter.id, request.unique_id)
+    unique_id = fields.get("unique_id")
+    if unique_id is not None:
+        existing = _by_unique_id(session, experimenter.id, unique_id)
         if existing is not None:
             return _same_or_conflict(existing, fingerprint)
-    project, batch = _place(session, experimenter, request)
-    if kind != ItemKind.REAL and batch is not None:
-        raise ValidationError(
-            "evaluation and training tasks belong to the project and are served as soon as "
-            "they exist: leave the batch out",
-            "batch",
-        )
+    project, batch = _place(session, experimenter, task_type, fields)
+    request = parse_task(task_type, fields, quality=kind != ItemKind.REAL,
+                         hit_type=project.study.hit_type)  # fmt: skip
     task_id = secrets.token_hex(12)
     try:
         # One savepoint for the item and the task: a unique_id taken meanwhile leaves no item.
@@ -333,9 +345,12 @@ def create_task(
             )
             if item is None:
                 raise RuntimeError(f"the item of task {task_id} was not stored")
-            planned = item.target
+            planned = request.target if request.target is not None else item.target
+            item.target = planned
             if batch is not None and batch.finalized_at is None:
-                item.target = 0  # held until the batch is finalized
+                # Held until the batch is finalized: a real item nobody is due to answer
+                # (gold and training items are served without a target).
+                item.target, item.kind = 0, ItemKind.REAL
             task = ScaleTask(
                 task_id=task_id,
                 experimenter_id=experimenter.id,
@@ -372,13 +387,15 @@ def create_task(
 def get_task(
     session: Session, experimenter: Experimenter, task_id: str, lock: bool = False
 ) -> ScaleTask:
-    query = select(ScaleTask).where(
-        ScaleTask.task_id == task_id, ScaleTask.experimenter_id == experimenter.id
-    )
-    task = session.scalar(query.with_for_update() if lock else query)
-    if task is None:
-        raise NotFound(f"no task {task_id!r}: list yours with GET /v1/tasks?project=NAME")
-    return task
+    """A task by its task_id or, where none has it, by its unique_id (scaleapi's get_task
+    after a 409 on create, as HELM's client does)."""
+    for column in (ScaleTask.task_id, ScaleTask.unique_id):
+        query = select(ScaleTask).where(column == task_id,
+                                        ScaleTask.experimenter_id == experimenter.id)  # fmt: skip
+        task = session.scalar(query.with_for_update() if lock else query)
+        if task is not None:
+            return task
+    raise NotFound(f"no task {task_id!r}: list yours with GET /v1/tasks?project=NAME")
 
 
 def cancel_task(

@@ -12,7 +12,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from crowd.storage.base import Base, utcnow
@@ -49,6 +49,8 @@ class ScaleProject(Base):
     name: Mapped[str] = mapped_column(String(200))
     type: Mapped[str] = mapped_column(String(50))
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # Scale's Rapid projects: stored and echoed; served like any other here.
+    rapid: Mapped[bool] = mapped_column(default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     study: Mapped[Study] = relationship()
@@ -64,8 +66,12 @@ class ScaleBatch(Base):
     name: Mapped[str] = mapped_column(String(200))
     meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
     callback: Mapped[str | None] = mapped_column(String(2000), default=None)
+    # Scale's self-serve batch kinds: stored and echoed; the tasks are served like any other.
+    calibration_batch: Mapped[bool] = mapped_column(default=False, server_default=false())
+    self_label_batch: Mapped[bool] = mapped_column(default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    # Until then the batch's tasks are held: their items have target 0, so nobody gets them.
+    # Until then the batch's tasks are held: their items are real items of target 0 (an
+    # evaluation or training task's gets its kind back at finalize), so nobody gets them.
     finalized_at: Mapped[datetime | None] = mapped_column(default=None)
 
     project: Mapped[ScaleProject] = relationship()

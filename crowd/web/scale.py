@@ -30,7 +30,13 @@ from crowd.context import platform
 from crowd.exceptions import AlreadyExists, AuthenticationError, CrowdError, ValidationError
 from crowd.scale import listing as scale_listing
 from crowd.scale import service as scale
-from crowd.scale.params import CATEGORIZATION, COMPARISON, TASK_TYPES, request_hash
+from crowd.scale.params import (
+    CATEGORIZATION,
+    COMPARISON,
+    TASK_TYPES,
+    TEXTCOLLECTION,
+    request_hash,
+)
 from crowd.storage import Experimenter, IdempotentReply, ItemKind
 from crowd.web.common import bearer_token
 from crowd.web.contract import EXPERIMENTER, SCALE, FieldProblem, View, operation, read_json
@@ -44,6 +50,8 @@ from crowd.web.schemas.scale import (
     NewComparisonQualityTask,
     NewComparisonTask,
     NewProject,
+    NewTextCollectionQualityTask,
+    NewTextCollectionTask,
     ScheduleQuery,
     TasksQuery,
 )
@@ -136,7 +144,7 @@ def unrouted(error: HTTPException) -> Any:
     match = CREATE_PATH.fullmatch(request.path)
     if request.method == "POST" and match is not None and match[1] not in TASK_TYPES:
         message = (f"task type {match[1]!r} is not available here: this server speaks "
-                   f"{' and '.join(TASK_TYPES)} tasks")  # fmt: skip
+                   f"{', '.join(TASK_TYPES)} tasks")  # fmt: skip
         return _error(400, f"type: {message}", "ValidationError", where="type")
     return http_error(error)
 
@@ -201,8 +209,8 @@ def _create(task_type: str, body: BaseModel, kind: ItemKind = ItemKind.REAL) -> 
 
 # -- tasks -------------------------------------------------------------------------------------
 @bp.post("/task/comparison")
-@_write("Create a comparison task: pick the best of 2 to 8 texts for a context",
-        Task, body=NewComparisonTask, errors=(404,))  # fmt: skip
+@_write("Create a comparison task: one of the choices for 2 to 8 attachments (best of K: "
+        "the best attachment)", Task, body=NewComparisonTask, errors=(404,))  # fmt: skip
 def create_comparison_task(body: NewComparisonTask) -> Any:
     return _create(COMPARISON, body)
 
@@ -212,6 +220,13 @@ def create_comparison_task(body: NewComparisonTask) -> Any:
         Task, body=NewCategorizationTask, errors=(404,))  # fmt: skip
 def create_categorization_task(body: NewCategorizationTask) -> Any:
     return _create(CATEGORIZATION, body)
+
+
+@bp.post("/task/textcollection")
+@_write("Create a TextCollection task: a form of category and text fields over attachments",
+        Task, body=NewTextCollectionTask, errors=(404,))  # fmt: skip
+def create_textcollection_task(body: NewTextCollectionTask) -> Any:
+    return _create(TEXTCOLLECTION, body)
 
 
 @bp.post("/evaluation_tasks/comparison")
@@ -228,6 +243,13 @@ def create_categorization_evaluation_task(body: NewCategorizationQualityTask) ->
     return _create(CATEGORIZATION, body, ItemKind.GOLD)
 
 
+@bp.post("/evaluation_tasks/textcollection")
+@_write("Create an evaluation TextCollection task: a gold item with its expected categories",
+        QualityTask, body=NewTextCollectionQualityTask, errors=(404,))  # fmt: skip
+def create_textcollection_evaluation_task(body: NewTextCollectionQualityTask) -> Any:
+    return _create(TEXTCOLLECTION, body, ItemKind.GOLD)
+
+
 @bp.post("/training_tasks/comparison")
 @_write("Create a training comparison task: shown first, with its expected choice as feedback",
         QualityTask, body=NewComparisonQualityTask, errors=(404,))  # fmt: skip
@@ -242,8 +264,15 @@ def create_categorization_training_task(body: NewCategorizationQualityTask) -> A
     return _create(CATEGORIZATION, body, ItemKind.TRAINING)
 
 
+@bp.post("/training_tasks/textcollection")
+@_write("Create a training TextCollection task: shown first, with its expected categories",
+        QualityTask, body=NewTextCollectionQualityTask, errors=(404,))  # fmt: skip
+def create_textcollection_training_task(body: NewTextCollectionQualityTask) -> Any:
+    return _create(TEXTCOLLECTION, body, ItemKind.TRAINING)
+
+
 @bp.get("/task/<task_id>")
-@_read("A task, with its response once completed", AnyTask)
+@_read("A task (by its task_id, or its unique_id), with its response once completed", AnyTask)
 def get_task(task_id: str) -> Any:
     with platform().db.read_session() as session:
         task = scale.get_task(session, experimenter(session), task_id)
@@ -279,11 +308,11 @@ def list_tasks(query: TasksQuery) -> Any:
 
 # -- projects ----------------------------------------------------------------------------------
 @bp.post("/projects")
-@_write("Create a project and its comparison study", Project, body=NewProject)
+@_write("Create a project and its study", Project, body=NewProject)
 def create_project(body: NewProject) -> Any:
     params = None if body.params is None else body.params.model_dump(exclude_unset=True)
     return _post(lambda s, owner: scale.project_json(
-        scale.create_project(s, owner, body.name, body.type, params)))  # fmt: skip
+        scale.create_project(s, owner, body.name, body.type, params, body.rapid)))  # fmt: skip
 
 
 @bp.get("/projects")
@@ -325,7 +354,8 @@ def label_schedule(name: str, query: ScheduleQuery) -> Any:
         body=NewBatch, errors=(404,))  # fmt: skip
 def create_batch(body: NewBatch) -> Any:
     return _post(lambda s, owner: scale.batch_json(
-        s, scale.create_batch(s, owner, body.project, body.name, body.metadata)))  # fmt: skip
+        s, scale.create_batch(s, owner, body.project, body.name, body.metadata,
+                              body.calibration_batch, body.self_label_batch)))  # fmt: skip
 
 
 @bp.get("/batches")

@@ -1,11 +1,13 @@
 """The Scale-compatible API under /v1: task, project and batch bodies and queries.
 
 The requests follow Scale's field names (https://docs.scale.com/reference), restricted to what
-this server does: text comparisons and categorizations that a worker answers with one pick.
+this server does: comparisons (answered with one of the choices, or by picking the best
+attachment in a best-of-K project), categorizations and TextCollection forms.
 Where a Scale field exists but is not supported here, its type says the one value allowed
 and a refused value gets a message saying what to send instead. Rules between fields (the
-project or the batch named, as many choices as attachments, an expected response among the
-options) are checked by crowd/scale/params.py once the body is valid.
+project or the batch named, as many choices as attachments in a best-of-K project, an
+expected response among the options) are checked by crowd/scale/params.py once the body is
+valid.
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from pydantic_core import PydanticCustomError
 from crowd.delivery.signed import MAX_URL, validate_url
 from crowd.exceptions import ValidationError
 from crowd.scale.params import (
+    MAX_CHOICES,
     MAX_INSTRUCTION,
     MAX_METADATA_CHARS,
     MAX_NAME,
     MAX_OPTIONS,
     MAX_QUERY,
+    MAX_RESPONSES,
     MAX_TAGS,
     MAX_TEXT,
     MIN_OPTIONS,
@@ -46,7 +50,7 @@ MAX_FILTER_VALUES = 100
 MAX_TOKEN = 200
 MAX_TIME_TEXT = 64
 MAX_SCHEDULE = 10**12
-TaskType = Literal["comparison", "categorization"]
+TaskType = Literal["comparison", "categorization", "textcollection"]
 TaskStatus = Literal["pending", "completed", "canceled", "error"]
 BatchStatus = Literal["staging", "in_progress", "completed"]
 # scaleapi's TaskReviewStatus; pending: completed and not audited yet.
@@ -189,24 +193,31 @@ Option = Annotated[
 ]
 Options = Annotated[list[Option], Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS)]
 OptionNames = Annotated[list[OptionText], Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS)]
+ChoiceNames = Annotated[list[OptionText], Field(min_length=MIN_OPTIONS, max_length=MAX_CHOICES)]
+MAX_FIELDS = 50
+MAX_FIELD_ID = 100
+MAX_TITLE = 500
+MAX_HELP = 2000
+MAX_ATTACHMENT = 20_000
+MAX_CHARACTERS = 10_000
 
 
 def _choice(value: Any) -> int | str:
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_OPTIONS:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_CHOICES:
         return value
     if isinstance(value, str) and value.strip() and len(value) <= MAX_TEXT:
         return value.strip()
     raise PydanticCustomError(
         "choice",
-        f"must be the index of an attachment (0 to {MAX_OPTIONS - 1}), a choice name or an "
-        "attachment's text",
+        f"must be one of the choices or its index (0 to {MAX_CHOICES - 1}); in a best-of-K "
+        "project the index of an attachment, a choice name or an attachment's text",
     )
 
 
 Choice = Annotated[
     int | str,
     PlainValidator(_choice, json_schema_input_type=Annotated[
-        int, Field(ge=0, le=MAX_OPTIONS - 1)] | OptionText),
+        int, Field(ge=0, le=MAX_CHOICES - 1)] | OptionText),
 ]  # fmt: skip
 
 
@@ -223,25 +234,35 @@ class NewTask(Body):
     unique_id: ShortText | None = Field(
         default=None, description="the same unique_id with the same request gives the same task"
     )
+    responses_required: int | None = Field(
+        default=None, ge=1, le=MAX_RESPONSES, strict=True,
+        description="accepted answers the task needs (default: the project's "
+        "annotations_per_item)",
+    )  # fmt: skip
+
+
+FieldName = Annotated[str, Field(min_length=1, max_length=MAX_FIELD_ID, pattern=NON_BLANK)]
+FieldText = Annotated[str, Field(min_length=1, max_length=MAX_HELP, pattern=NON_BLANK)]
 
 
 class NewComparisonTask(NewTask):
-    """Pick the best of 2 to 8 texts for a context: a comparison item."""
+    """Compare 2 to 8 attachments: answer with one of the choices (and the fields), or, in a
+    best-of-K project (params.crowd.pick = "attachment"), pick the best attachment."""
 
     instruction: QueryText = Field(
-        description="the context shown above the attachments (the query x they answer)"
+        description="the question (best of K: the context x the attachments answer)"
     )
-    attachment_type: TextOnly = "text"
-    attachments: Options = Field(description="the candidates, all different, in this order")
-    choices: OptionNames | None = Field(
-        default=None, description="a name for each attachment, in the same order"
+    attachment_type: Literal["text", "image"] = Field(
+        default="text", description="image: each attachment is an http(s) URL of an image"
     )
-    fields: Annotated[
-        Annotated[dict[str, str], Field(max_length=0)] | None,
-        _refuse_unless(lambda value: not value,
-                       "free-text questions are not supported: a comparison task here asks for "
-                       "one choice among the attachments"),
-    ] = None  # fmt: skip
+    attachments: Options = Field(description="shown in this order (best of K: the candidates)")
+    choices: ChoiceNames | None = Field(
+        default=None, description="the answers the worker picks one of (best of K: a name "
+        "for each attachment, in the same order)",
+    )  # fmt: skip
+    fields: Annotated[dict[FieldName, FieldText], Field(max_length=MAX_FIELDS)] | None = Field(
+        default=None, description="free-text questions {name: description} (not in best of K)"
+    )
 
 
 class NewCategorizationTask(NewTask):
@@ -269,6 +290,72 @@ InitialResponse = Annotated[
 
 class ExpectedChoice(Body):
     choice: Choice
+
+
+class AttachmentObject(Body):
+    """Scale's attachment object: the content is shown as sent."""
+
+    type: Literal["text", "image", "html"] = Field(
+        description="image: an http(s) URL; html: sanitised before it is stored"
+    )
+    content: Annotated[str, Field(min_length=1, max_length=MAX_ATTACHMENT, pattern=NON_BLANK)]
+
+
+class FieldChoice(Body):
+    label: Annotated[str, Field(min_length=1, max_length=MAX_TITLE, pattern=NON_BLANK)]
+    value: Annotated[str, Field(min_length=1, max_length=MAX_NAME)] | int | float | bool = Field(
+        description="answers carry it as text (booleans as true/false)"
+    )
+    hint: Annotated[str, Field(max_length=MAX_HELP)] | None = None
+
+
+class ScaleField(Body):
+    field_id: FieldName = Field(description="the key of the answer in each response")
+    title: Annotated[str, Field(min_length=1, max_length=MAX_TITLE, pattern=NON_BLANK)]
+    description: Annotated[str, Field(max_length=MAX_HELP)] | None = None
+    hint: Annotated[str, Field(max_length=MAX_HELP)] | None = None
+    required: bool | None = Field(default=None, description="default: true (a category field "
+                                  "with min_choices 0: false)")  # fmt: skip
+
+
+class CategoryField(ScaleField):
+    """One or more of the choices"""
+
+    type: Literal["category"]
+    choices: Annotated[list[FieldChoice], Field(min_length=MIN_OPTIONS, max_length=MAX_CHOICES)]
+    min_choices: int | None = Field(default=None, ge=0, le=MAX_CHOICES, strict=True)
+    max_choices: int | None = Field(default=None, ge=1, le=MAX_CHOICES, strict=True)
+
+
+class TextField(ScaleField):
+    """Free text"""
+
+    type: Literal["text"]
+    max_characters: int | None = Field(default=None, ge=1, le=MAX_CHARACTERS, strict=True)
+    min_characters: int | None = Field(default=None, ge=0, le=MAX_CHARACTERS, strict=True)
+
+
+class NewTextCollectionTask(NewTask):
+    """A form over attachments: category and text fields, answered by each respondent."""
+
+    instruction: QueryText | None = Field(default=None, description="shown first")
+    attachments: Annotated[list[AttachmentObject], Field(min_length=1, max_length=10)]
+    fields: Annotated[
+        list[Annotated[CategoryField | TextField, Field(discriminator="type")]],
+        Field(min_length=1, max_length=MAX_FIELDS),
+    ]
+
+
+ExpectedValue = Annotated[str, Field(min_length=1, max_length=MAX_NAME)] | int | float | bool
+
+
+class NewTextCollectionQualityTask(NewTextCollectionTask):
+    """A TextCollection task with known answers: an evaluation (gold) or training item."""
+
+    expected_response: Annotated[
+        dict[FieldName, ExpectedValue | Annotated[list[ExpectedValue], Field(max_length=50)]],
+        Field(min_length=1, description="{field_id: value or values} of category fields"),
+    ]
 
 
 class ExpectedCategory(Body):
@@ -405,36 +492,31 @@ class ProjectParams(Body):
     )
     crowd: dict[str, Any] | None = Field(
         default=None,
-        description="the study settings of the comparison HIT type: annotations_per_item, "
-        "attention_rate, qc, template, ... (overlap_share must stay 0)",
+        description="the study settings of the project's HIT type (form; comparison for "
+        "categorization and best of K): annotations_per_item, attention_rate, qc, ...; "
+        '"pick": "attachment" makes a comparison project best of K',
     )
 
 
 class NewProject(Body):
-    """A project and the comparison study its tasks become items of."""
+    """A project and the study its tasks become items of."""
 
     name: Name
     type: Annotated[
         TaskType,
-        _refuse_unless(lambda value: value in ("comparison", "categorization"),
-                       "this task type is not available here: this server speaks comparison "
-                       "and categorization tasks"),
+        _refuse_unless(lambda value: value in ("comparison", "categorization", "textcollection"),
+                       "this task type is not available here: this server speaks comparison, "
+                       "categorization and textcollection tasks"),
     ]  # fmt: skip
     params: ProjectParams | None = None
-    rapid: bool = Field(default=False, strict=True)
+    rapid: bool = Field(default=False, strict=True,
+                        description="stored and echoed; served like any project here")  # fmt: skip
     studio: bool = Field(default=False, strict=True)
     datasetId: Annotated[  # Scale's name
         None,
         _refuse_unless(lambda value: value is None,
                        "Nucleus datasets are not available here: leave it out"),
     ] = None  # fmt: skip
-
-
-Off = Annotated[
-    Literal[False],
-    _refuse_unless(lambda value: value is False,
-                   "is not supported: use evaluation tasks (gold) and training tasks instead"),
-]  # fmt: skip
 
 
 class NewBatch(Body):
@@ -449,8 +531,14 @@ class NewBatch(Body):
                        "batch callbacks are not supported yet: give each task a callback_url, "
                        "or poll batch_status"),
     ] = None  # fmt: skip
-    calibration_batch: Off = False
-    self_label_batch: Off = False
+    calibration_batch: bool = Field(
+        default=False, strict=True, description="stored and echoed; its tasks are served like "
+        "any batch's (for known answers, use evaluation and training tasks)",
+    )  # fmt: skip
+    self_label_batch: bool = Field(
+        default=False, strict=True, description="stored and echoed; its tasks are served like "
+        "any batch's",
+    )  # fmt: skip
     metadata: Metadata | None = None
 
 

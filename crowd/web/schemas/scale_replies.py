@@ -6,12 +6,19 @@ lives here (its study, its item) under `crowd`.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, RootModel, SerializerFunctionWrapHandler, model_serializer
 
 from crowd.web.contract import FieldProblem, Reply
-from crowd.web.schemas.scale import BatchStatus, TaskStatus, TaskType
+from crowd.web.schemas.scale import (
+    AttachmentObject,
+    BatchStatus,
+    CategoryField,
+    TaskStatus,
+    TaskType,
+    TextField,
+)
 
 
 class ScaleError(Reply):
@@ -53,11 +60,14 @@ class TaskCrowd(ScaleReply):
 
 
 class ComparisonParams(ScaleReply):
-    """A comparison task's params: the candidate texts and their names"""
+    """A comparison task's params: the attachments, the choices (best of K: the attachments'
+    names) and the free-text fields"""
 
-    attachment_type: Literal["text"]
+    attachment_type: Literal["text", "image"]
     attachments: list[str]
     choices: list[str] | None = None
+    fields: dict[str, str] | None = None
+    responses_required: int | None = None
 
 
 class CategorizationParams(ScaleReply):
@@ -66,10 +76,19 @@ class CategorizationParams(ScaleReply):
     attachment_type: Literal["text"]
     attachment: str
     categories: list[str]
+    responses_required: int | None = None
+
+
+class TextCollectionParams(ScaleReply):
+    """A TextCollection task's params: its attachments and fields, as sent"""
+
+    attachments: list[AttachmentObject]
+    fields: list[Annotated[CategoryField | TextField, Field(discriminator="type")]]
+    responses_required: int | None = None
 
 
 class ComparisonResponse(ScaleReply):
-    """A completed comparison: the majority pick of the accepted answers"""
+    """A completed best-of-K comparison: the majority pick of the accepted answers"""
 
     choice: int = Field(description="the index of the attachment most accepted answers picked")
     chosen: str = Field(description="its text")
@@ -77,6 +96,33 @@ class ComparisonResponse(ScaleReply):
     votes: list[int] = Field(description="accepted answers per attachment")
     responses: int = Field(description="accepted answers in all")
     agreement: float = Field(description="the winner's share of them")
+
+
+class ChoiceResponse(ScaleReply):
+    """A completed comparison: the choice most accepted answers gave, and the fields"""
+
+    choice: str | None = Field(default=None, description="the chosen choice (none: no choices)")
+    votes: dict[str, int] | None = Field(default=None, description="accepted answers per choice")
+    responses: int = Field(description="accepted answers in all")
+    agreement: float | None = Field(default=None, description="the choice's share of them")
+    fields: dict[str, str | None] | None = Field(
+        default=None, description="the fields as answered by the first worker who gave the choice"
+    )
+
+
+FieldAnswer = list[str] | str | None
+
+
+class TextCollectionResponse(ScaleReply):
+    """A completed TextCollection task: every accepted respondent's answers"""
+
+    responses: list[dict[str, FieldAnswer]] = Field(
+        description="one object per respondent, keyed by field_id in the task's field order: "
+        "a category's chosen values (as text), a text field's text"
+    )
+    annotations: dict[str, FieldAnswer] = Field(
+        description="per field, the answer most respondents gave (ties: the first given)"
+    )
 
 
 class CategorizationResponse(ScaleReply):
@@ -106,7 +152,7 @@ class Task(ScaleReply):
     created_at: str
     updated_at: str
     instruction: str | None
-    params: ComparisonParams | CategorizationParams
+    params: ComparisonParams | CategorizationParams | TextCollectionParams
     metadata: dict[str, Any]
     tags: list[str]
     callback_url: str = Field(description="empty when there is none")
@@ -121,9 +167,10 @@ class Task(ScaleReply):
     batch: str | None = None
     customer_review_status: Literal["accepted", "rejected"] | None = None
     completed_at: str | None = None
-    response: ComparisonResponse | CategorizationResponse | None = Field(
-        default=None, description="the majority of the accepted answers, once completed"
-    )
+    response: (ComparisonResponse | ChoiceResponse | CategorizationResponse
+               | TextCollectionResponse | None) = Field(
+        default=None, description="made of the accepted answers, once completed"
+    )  # fmt: skip
 
 
 class QualityTask(Task):
@@ -131,7 +178,8 @@ class QualityTask(Task):
 
     id: str = Field(description="the task_id again (scaleapi's EvaluationTask reads it)")
     expected_response: dict[str, Any] | None = Field(
-        description="as sent: {choice} of a comparison, {category} of a categorization"
+        description="as sent: {choice} of a comparison, {category} of a categorization, "
+        "{field_id: values} of a TextCollection"
     )
 
 
@@ -191,6 +239,7 @@ class Project(ScaleReply):
     params: ProjectParamsReply
     param_history: list[ParamVersion] = Field(description="scaleapi reads the latest params here")
     created_at: str | None
+    rapid: bool = Field(description="as created; served like any project here")
     study_id: int
     crowd: StudySummary
 
@@ -220,6 +269,8 @@ class Batch(ScaleReply):
     finalized_at: str | None
     metadata: dict[str, Any]
     callback: str = Field(description="always empty: batch callbacks are not sent yet")
+    calibration_batch: bool = Field(description="as created")
+    self_label_batch: bool = Field(description="as created")
     tasks: TaskCounts
 
 

@@ -62,7 +62,11 @@ def comparison(scale: ScaleClient, project: str = "rl", n: int = 0, **extra: Any
 
 def project(scale: ScaleClient, name: str = "rl", kind: TaskType = TaskType.Comparison,
             **crowd: Any) -> Any:  # fmt: skip
-    config = {"annotations_per_item": 1, "attention_rate": 0.0, **crowd}
+    """A project; a comparison project is best of K (pick the best attachment) unless
+    pick=None is given."""
+    pick = {"pick": "attachment"} if kind == TaskType.Comparison else {}
+    config = {"annotations_per_item": 1, "attention_rate": 0.0, **pick, **crowd}
+    config = {key: value for key, value in config.items() if value is not None}
     params = {"instruction": "Pick the best reply.", "crowd": config}
     return scale.create_project(name, kind, params=params)
 
@@ -224,7 +228,8 @@ def test_unique_id_gives_the_same_task_or_a_conflict(scale: ScaleClient, db: Dat
 
 
 def test_an_idempotency_key_replays_the_first_reply(http: Any, db: Database) -> None:
-    body = {"name": "rl", "type": "comparison", "params": {"crowd": {"attention_rate": 0.0}}}
+    body = {"name": "rl", "type": "comparison",
+            "params": {"crowd": {"attention_rate": 0.0, "pick": "attachment"}}}
     assert http.post("/v1/projects", body).status_code == 200
     task = {"project": "rl", "instruction": "x", "attachments": CANDIDATES}
     key = {"Idempotency-Key": "k-1"}
@@ -342,8 +347,11 @@ def test_batches_hold_their_tasks_until_finalized(
     assert open_task.id not in held
     with pytest.raises(ScaleDuplicateResource):
         scale.create_batch("rl", "b1")
+    calibration = scale.create_batch("rl", "b2", calibration_batch=True)
+    assert calibration.as_dict()["calibration_batch"] is True
+    assert scale.get_batch("b2").as_dict()["self_label_batch"] is False
     with pytest.raises(ScaleInvalidRequest, match="calibration_batch"):
-        scale.create_batch("rl", "b2", calibration_batch=True)
+        scale.create_batch("rl", "b4", calibration_batch="yes")
     with pytest.raises(ScaleInvalidRequest, match="batch callbacks are not supported"):
         scale.create_batch("rl", "b3", callback="https://example.org/done")
     project(scale, "other")
@@ -474,7 +482,7 @@ def test_openapi_gives_v1_its_bodies_and_scales_errors(client: Any) -> None:
     schemas = spec["components"]["schemas"]
     operations = [op for path, item in spec["paths"].items() if path.startswith("/v1/")
                   for op in item.values()]  # fmt: skip
-    assert len(operations) == 20
+    assert len(operations) == 23
     for op in operations:
         assert set(op["responses"]) >= {"200", "400", "401", "503"}, op["operationId"]
         # scaleapi knows 400 for an invalid request; the keys are the experimenter's own.
@@ -495,7 +503,8 @@ def test_openapi_gives_v1_its_bodies_and_scales_errors(client: Any) -> None:
 
 
 def test_invalid_requests_are_400s_naming_every_field(http: Any) -> None:
-    body = {"name": "rl", "type": "comparison", "params": {"crowd": {"attention_rate": 0.0}}}
+    body = {"name": "rl", "type": "comparison",
+            "params": {"crowd": {"attention_rate": 0.0, "pick": "attachment"}}}
     assert http.post("/v1/projects", body).status_code == 200
     task = {"project": "rl", "instruction": "x", "colour": "red", "tags": ["ok", 7],
             "attachments": ["a", "b", {"type": "text", "content": "c" * 10_001}]}  # fmt: skip
@@ -537,8 +546,8 @@ def test_an_unknown_task_type_says_which_types_are_spoken(scale: ScaleClient, ht
     project(scale)
     with pytest.raises(ScaleInvalidRequest, match="'imageannotation' is not available here"):
         scale.create_task(TaskType.ImageAnnotation, project="rl", attachment="x")
-    with pytest.raises(ScaleInvalidRequest, match="comparison and categorization"):
-        scale.create_evaluation_task(TaskType.TextCollection, project="rl")
+    with pytest.raises(ScaleInvalidRequest, match="comparison, categorization, textcollection"):
+        scale.create_evaluation_task(TaskType.Transcription, project="rl")
     missing = http.get("/v1/no_such_route")
     assert missing.status_code == 404 and missing.json()["status_code"] == 404
 
