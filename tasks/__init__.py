@@ -9,7 +9,7 @@ from tasks.base import HitType, ItemSpec, StepResult, StudyOptions
 
 HIT_TYPES: Registry[HitType] = Registry("HIT type")
 
-BUILTIN = ("tasks.boundary", "tasks.likert", "tasks.comparison", "tasks.taboo")
+BUILTIN = ("tasks.boundary", "tasks.likert", "tasks.comparison", "tasks.taboo", "tasks.form")
 
 
 def load_builtin() -> Registry[HitType]:

@@ -47,7 +47,8 @@ def worker_key(worker: Worker) -> str:
 
 
 def platform_rows(session: Session, study: Study) -> list[dict[str, Any]]:
-    """One plain dict per stored response, in time order, with the item's data joined."""
+    """One plain dict per stored response, in time order, with the item's data (and the
+    study's config) joined."""
     result = session.execute(
         select(Response, Item, Worker)
         .join(Item, Item.id == Response.item_id)
@@ -81,6 +82,8 @@ def platform_rows(session: Session, study: Study) -> list[dict[str, Any]]:
                 "created_at": response.created_at.isoformat(),
                 "source": str(response.source),
                 "rater_group": response.rater_group,
+                # The study's declarations (a form's fields), for types whose rows need them.
+                "config": study.config,
             }
         )
     return rows

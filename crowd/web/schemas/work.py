@@ -138,12 +138,47 @@ Choice = Annotated[
                               {"type": "integer", "minimum": 0, "maximum": MAX_K - 1}]}),
 ]  # fmt: skip
 MAX_RATING = 10**6
+# A form's answers (tasks/form): a field id to a rating, a category's value texts, a text or a
+# rank's indexes; bounded like the form's declarations (tasks/form/config.py).
+MAX_FORM_FIELDS = 50
+MAX_FORM_TEXT = 10_000
+MAX_FORM_LIST = 50
+
+
+def _form_value(value: Any) -> Any:
+    scalar = (str, int, float, bool)
+    if value is None or (type(value) in scalar and len(str(value)) <= MAX_FORM_TEXT):
+        return value
+    if (
+        type(value) is list
+        and len(value) <= MAX_FORM_LIST
+        and all(type(v) in scalar and len(str(v)) <= MAX_FORM_TEXT for v in value)
+    ):
+        return value
+    raise PydanticCustomError(
+        "form_value",
+        "a field's answer is a number, a text of at most {chars} characters, null, or a list "
+        "of at most {n} of them",
+        {"chars": MAX_FORM_TEXT, "n": MAX_FORM_LIST},
+    )
+
+
+FormValue = Annotated[
+    Any,
+    PlainValidator(_form_value),
+    WithJsonSchema({"anyOf": [
+        {"type": "null"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"},
+        {"type": "string", "maxLength": MAX_FORM_TEXT},
+        {"type": "array", "maxItems": MAX_FORM_LIST,
+         "items": {"type": ["string", "integer", "number", "boolean"]}},
+    ]}),
+]  # fmt: skip
 
 
 class StepBody(Body):
     """One step of the worker's flow, e.g. {"step": 2, "choice": "human"} on a boundary
     passage, {"step": 0, "rating": 4} on a Likert text, {"step": 0, "choice": 2} on a
-    comparison (the position shown)."""
+    comparison (the position shown), {"step": 0, "fields": {"quality": 4}} on a form."""
 
     model_config = ConfigDict(strict=True)
 
@@ -163,6 +198,11 @@ class StepBody(Body):
     rating: int | None = Field(
         default=None, ge=-MAX_RATING, le=MAX_RATING,
         description="likert: the rating of the question on the page, within its scale",
+    )  # fmt: skip
+    fields: dict[Annotated[str, Field(min_length=1, max_length=100)], FormValue] | None = Field(
+        default=None, max_length=MAX_FORM_FIELDS,
+        description="form: each shown field's answer by field id (a rating, a category's "
+        "values, a text, a rank's indexes best first); hidden fields left out",
     )  # fmt: skip
 
     def action(self) -> dict[str, Any]:

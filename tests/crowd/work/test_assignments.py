@@ -436,7 +436,9 @@ def test_openapi_describes_the_worker_api(client: FlaskClient) -> None:
     assert "409" in step_op["responses"] and step_op["security"] == [{"workerToken": []}]
     assert schemas["StepBody"]["required"] == ["step"]
     assert schemas["StepBody"]["additionalProperties"] is False
-    assert set(schemas["StepBody"]["properties"]) == {"step", "sim_seconds", "choice", "rating"}
+    assert set(schemas["StepBody"]["properties"]) == {
+        "step", "sim_seconds", "choice", "rating", "fields",
+    }  # fmt: skip
     view = schemas["AssignmentView"]
     assert view["required"] == ["assignment_id", "study_id", "state"]
     assert view["additionalProperties"] is False

@@ -1,0 +1,296 @@
+"""The form HIT: fields of the experimenter's design over one or more attachments, one page.
+
+The study (or each item) declares its fields; the worker's page is generated from them and
+sends every answer at once (`{"step": 0, "fields": {...}}`), checked here field by field.
+Expected answers, tolerances and meta stay on the server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Hashable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, TextIO
+
+from crowd.exceptions import InvalidItem, ValidationError
+from tasks.base import HitType, ItemSpec, Simulator, StepResult, StudyOptions
+from tasks.form import analysis, answers, export, report
+from tasks.form.config import validate_study_config
+from tasks.form.items import check_expected, validate_item_record
+
+THANKS = "Thank you! Your answers are saved."
+
+
+def fields_of(content: Mapping[str, Any], config: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The fields an item asks: its own, else the study's (none when neither declares any)."""
+    return list(content.get("fields") or config.get("fields") or [])
+
+
+def field_types(fields: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What analyses and exports need of each field, so they need no study config."""
+    types: dict[str, dict[str, Any]] = {}
+    for field in fields:
+        entry: dict[str, Any] = {"type": field["type"], "title": field["title"]}
+        if field["type"] == "rating":
+            entry["scale"] = list(field["scale"])
+        if field.get("choices"):
+            entry["choices"] = [choice["value"] for choice in field["choices"]]
+        types[field["id"]] = entry
+    return types
+
+
+def _public_field(field: Mapping[str, Any]) -> dict[str, Any]:
+    """A field as the page needs it: the whole declaration, which holds nothing secret."""
+    return {key: value for key, value in field.items()}
+
+
+class FormHit(HitType):
+    name: ClassVar[str] = "form"
+    title: ClassVar[str] = "Answer a few questions"
+    template: ClassVar[str] = "form/task.html"
+    step_fields: ClassVar[tuple[str, ...]] = ("fields",)
+    export_formats: ClassVar[tuple[str, ...]] = ("jsonl", "csv")
+    default_annotations_per_item: ClassVar[int] = 3
+
+    # -- configuration and items ------------------------------------------------------------
+    def validate_extra_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        return validate_study_config(config)
+
+    def validate_item(self, raw: Mapping[str, Any], where: str = "item") -> ItemSpec:
+        parts = validate_item_record(raw, where)
+        return ItemSpec(
+            external_id=parts["id"],
+            content=parts["content"],
+            expected=parts["expected"],
+            meta=parts["meta"],
+            kind=parts["kind"],
+        )
+
+    def plan_items(self, specs: list[ItemSpec], options: StudyOptions) -> list[ItemSpec]:
+        """Items without fields of their own against the study's: there must be some, and
+        expected answers must name them with values they can take."""
+        study_fields = options.extra.get("fields")
+        planned = []
+        for spec in specs:
+            where = f"item {spec.external_id}"
+            fields = spec.content.get("fields") or study_fields
+            if not fields:
+                raise InvalidItem(
+                    "the study declares no fields, so each item needs its own "
+                    "'fields' (or give the study 'fields')",
+                    f"{where}.fields",
+                )
+            attachments = len(spec.content["attachments"])
+            for field in fields:
+                if field["type"] == "rank" and not field.get("choices") and attachments < 2:
+                    raise InvalidItem(
+                        f"rank field {field['id']!r} orders the attachments, so each item "
+                        "needs at least 2 of them",
+                        f"{where}.attachments",
+                    )
+            if spec.expected and "fields" not in spec.content:
+                expected = check_expected(
+                    spec.expected["expected"],
+                    spec.expected["tolerance"],
+                    fields,
+                    attachments,
+                    where,
+                )
+                spec = dataclasses.replace(spec, expected=expected)
+            planned.append(spec)
+        return planned
+
+    def shuffle_items(self, config: Mapping[str, Any]) -> bool:
+        return True
+
+    # -- the worker's flow -------------------------------------------------------------------
+    def start(
+        self, content: Mapping[str, Any], now: datetime, config: Mapping[str, Any]
+    ) -> StepResult:
+        return StepResult(progress={"step": 0}, event={"type": "show", "at": now.isoformat()})
+
+    def view(
+        self, content: Mapping[str, Any], progress: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "step": int(progress.get("step", 0)),
+            "n_steps": 1,
+            "instructions": config.get("instructions") or "",
+            "attachments": [dict(attachment) for attachment in content["attachments"]],
+            "fields": [_public_field(field) for field in fields_of(content, config)],
+        }
+
+    def step(
+        self,
+        content: Mapping[str, Any],
+        progress: Mapping[str, Any],
+        action: Mapping[str, Any],
+        now: datetime,
+        config: Mapping[str, Any],
+    ) -> StepResult:
+        fields = fields_of(content, config)
+        if not fields:
+            raise ValidationError("this item has no fields to answer: the study declares none")
+        answer = answers.check_answer(fields, action.get("fields"), len(content["attachments"]))
+        event = {"type": "submit", "at": now.isoformat()}
+        return StepResult(progress={**progress, "step": 1}, event=event, answer=answer)
+
+    def score(self, expected: Mapping[str, Any], answer: Mapping[str, Any]) -> float | None:
+        """The gold accuracy: the share of expected fields matched (None without any)."""
+        return self.gold_accuracy(expected, answer)
+
+    def passed_attention(self, expected: Mapping[str, Any], answer: Mapping[str, Any]) -> bool:
+        found = answers.matched(expected, answer)
+        return bool(found) and all(found)
+
+    def feedback(
+        self,
+        content: Mapping[str, Any],
+        expected: Mapping[str, Any],
+        answer: Mapping[str, Any],
+        kind: str,
+        config: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        # The same thanks for every kind: a different reply would give gold and checks away.
+        return {"message": THANKS}
+
+    # -- quality control ---------------------------------------------------------------------
+    gold_threshold: ClassVar[float] = 0.5
+    aggregation_methods: ClassVar[tuple[str, ...]] = (
+        "majority_vote",
+        "dawid_skene",
+        "mace",
+        "ordinal_mean",
+    )
+
+    def label_applies(self, method: str, question: str, config: Mapping[str, Any]) -> bool:
+        """ordinal_mean averages ratings only; the categorical methods take every label."""
+        if method != "ordinal_mean":
+            return True
+        types = {field["id"]: field["type"] for field in config.get("fields") or []}
+        # An item's own fields are not in the config: a label that is a number there is a
+        # rating or a rank's top index, and only the study's declaration can tell.
+        return types.get(question) == "rating"
+
+    def answer_labels(self, answer: Mapping[str, Any]) -> dict[str, Hashable]:
+        return answers.labels(answer.get("fields") or {})
+
+    def expected_labels(self, expected: Mapping[str, Any]) -> dict[str, Hashable]:
+        wanted = expected.get("expected") or {}
+        result = answers.labels({k: v for k, v in wanted.items() if not isinstance(v, str)})
+        result.update({k: v for k, v in wanted.items() if isinstance(v, str)})  # a value text
+        return result
+
+    def expected_from_labels(self, labels: Mapping[str, Hashable]) -> dict[str, Any]:
+        wanted: dict[str, Any] = {}
+        for name, value in labels.items():
+            if isinstance(value, str):
+                wanted[name] = [part for part in value.split("|") if part]
+            else:
+                wanted[name] = value
+        return {"expected": wanted, "tolerance": {}}
+
+    def gold_accuracy(self, expected: Mapping[str, Any], answer: Mapping[str, Any]) -> float | None:
+        found = answers.matched(expected, answer)
+        return sum(found) / len(found) if found else None
+
+    def surface(self, answer: Mapping[str, Any]) -> str | None:
+        values = answer.get("fields") or {}
+        shown = []
+        for value in values.values():
+            if value is None or isinstance(value, str):
+                shown.append("-" if value is None else "text")
+            elif isinstance(value, list):
+                shown.append(
+                    ">".join(str(v) for v in value)
+                    if value and isinstance(value[0], int)
+                    else "|".join(str(v) for v in value)
+                )
+            else:
+                shown.append(str(value))
+        return ",".join(shown) or None
+
+    def describe_answer(
+        self, answer: Mapping[str, Any], content: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> str:
+        return describe_values(answer.get("fields") or {}, fields_of(content, config))
+
+    def describe_expected(
+        self, expected: Mapping[str, Any], content: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> str | None:
+        wanted = expected.get("expected") or {}
+        return describe_values(wanted, fields_of(content, config)) if wanted else None
+
+    def chars_shown(self, content: Mapping[str, Any], answer: Mapping[str, Any]) -> int:
+        return sum(
+            len(str(attachment.get("content") or ""))
+            for attachment in content.get("attachments") or []
+            if attachment.get("type") != "image"
+        )
+
+    # -- answers gathered elsewhere ----------------------------------------------------------
+    def import_answer(
+        self, content: Mapping[str, Any], raw: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """`{"fields": {...}}` (JSONL) or columns `field:<id>` / `<id>` (CSV), checked as a
+        worker's answer would be, except that fields may be left unanswered."""
+        fields = fields_of(content, config)
+        parsed = export.parse_imported(raw, fields)
+        answer = answers.check_answer(
+            fields, parsed.get("fields"), len(content["attachments"]), InvalidItem, require=False
+        )
+        if all(value is None for value in answer["fields"].values()):
+            raise InvalidItem("no field answered: answer at least one", "fields")
+        return answer
+
+    def simulator(self) -> Simulator:
+        from tasks.form.simulate import FormSimulator
+
+        return FormSimulator()
+
+    # -- analysis and export -----------------------------------------------------------------
+    def analysis_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        fields = fields_of(row.get("content") or {}, row.get("config") or {})
+        return analysis.analysis_row(row, field_types(fields))
+
+    def analyze(
+        self,
+        rows: list[dict[str, Any]],
+        excluded_workers: set[str],
+        config: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        return analysis.analyze(rows, excluded_workers, config)
+
+    def render_report(self, data: dict[str, Any], out_dir: Path, title: str) -> str:
+        return report.render_report(data, out_dir, title)
+
+    def export(self, rows: list[dict[str, Any]], fmt: str, handle: TextIO) -> int:
+        return export.export(rows, fmt, handle)
+
+
+def describe_values(values: Mapping[str, Any], fields: list[dict[str, Any]]) -> str:
+    """Field answers as a reviewer reads them, e.g. "quality: 4/5 · topic: sports, news"."""
+    by_id = {field["id"]: field for field in fields}
+    parts = []
+    names = [name for name in by_id if name in values]
+    for name in names + [name for name in values if name not in by_id]:
+        value, field = values[name], by_id.get(name, {})
+        if value is None:
+            continue
+        if field.get("type") == "rating":
+            low, high = field["scale"]
+            parts.append(
+                f"{name}: {value}" + (f"/{high}" if low in (0, 1) else f" ({low} to {high})")
+            )
+        elif isinstance(value, list) and field.get("type") == "rank":
+            things = field.get("choices")
+            names = [things[i]["label"] if things else f"attachment {i + 1}" for i in value]
+            parts.append(f"{name}: " + " > ".join(names))
+        elif isinstance(value, list):
+            labels = {c["value"]: c["label"] for c in field.get("choices") or []}
+            parts.append(f"{name}: " + (", ".join(labels.get(v, str(v)) for v in value) or "none"))
+        else:
+            text = str(value)
+            parts.append(f"{name}: " + (text if len(text) <= 80 else text[:79] + "…"))
+    return " · ".join(parts) or "no answer"
