@@ -11,6 +11,7 @@ queue's jobs run to completion and write each study's report.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import threading
@@ -205,6 +206,36 @@ def comparison_summary(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def form_summary(data: dict[str, Any]) -> list[str]:
+    lines = [_attention_line(data), *qc_lines(data)]
+    for label in ("full", "filtered"):
+        counts = data[label]["counts"]
+        lines.append(
+            f"{label:>9}: {counts['n_responses']} forms by {counts['n_workers']} workers "
+            f"on {counts['n_items']} items"
+        )
+    for entry in data["filtered"]["fields"]:
+        agreement, shown = entry["agreement"], entry["distribution"]
+        if entry["type"] == "rating":
+            what = f"mean {_num(shown.get('mean'))}"
+        elif entry["type"] == "category":
+            top = max(shown["choices"], key=lambda choice: choice["count"], default=None)
+            what = f"most chosen {top['value']!r} ({_pct(top['rate'])})" if top else "no answer"
+        elif entry["type"] == "rank":
+            top = min((c for c in shown["choices"] if c["mean_rank"] is not None),
+                      key=lambda choice: choice["mean_rank"], default=None)  # fmt: skip
+            what = f"ranked first on average: {top['value']!r}" if top else "no answer"
+        else:
+            what = f"{entry['n_answers']} texts, median {_num(shown.get('median'), '.0f')} chars"
+        alpha = (
+            f", alpha ({agreement['level']}) {_num(agreement['alpha'])}"
+            if agreement.get("level")
+            else ""
+        )
+        lines.append(f"  {entry['id']} ({entry['type']}): {what}{alpha}")
+    return lines
+
+
 def reward_lines(settings: Settings, study_id: int) -> list[str]:
     """What the reward-model runs the labels triggered did."""
     from crowd.ml.reward import runs_of
@@ -261,6 +292,14 @@ def plan(workers: int) -> list[DemoStudy]:
             comparison_summary,
             items_per_worker=12,
             imports=(("expert_labels.csv", "expert"),),
+        ),
+        DemoStudy(
+            "form",
+            "Summary check: a form of three questions",
+            json.loads((TASKS / "form" / "samples" / "study.json").read_text(encoding="utf-8")),
+            {"careful": 14, "noisy": 4, "random_clicker": 3, "attention_failer": 3},
+            form_summary,
+            items_per_worker=12,
         ),
     ]
 
