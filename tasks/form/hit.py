@@ -27,19 +27,6 @@ def fields_of(content: Mapping[str, Any], config: Mapping[str, Any]) -> list[dic
     return list(content.get("fields") or config.get("fields") or [])
 
 
-def field_types(fields: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """What analyses and exports need of each field, so they need no study config."""
-    types: dict[str, dict[str, Any]] = {}
-    for field in fields:
-        entry: dict[str, Any] = {"type": field["type"], "title": field["title"]}
-        if field["type"] == "rating":
-            entry["scale"] = list(field["scale"])
-        if field.get("choices"):
-            entry["choices"] = [choice["value"] for choice in field["choices"]]
-        types[field["id"]] = entry
-    return types
-
-
 def _public_field(field: Mapping[str, Any]) -> dict[str, Any]:
     """A field as the page needs it: the whole declaration, which holds nothing secret."""
     return {key: value for key, value in field.items()}
@@ -165,13 +152,10 @@ class FormHit(HitType):
     )
 
     def label_applies(self, method: str, question: str, config: Mapping[str, Any]) -> bool:
-        """ordinal_mean averages ratings only; the categorical methods take every label."""
-        if method != "ordinal_mean":
-            return True
-        types = {field["id"]: field["type"] for field in config.get("fields") or []}
-        # An item's own fields are not in the config: a label that is a number there is a
-        # rating or a rank's top index, and only the study's declaration can tell.
-        return types.get(question) == "rating"
+        """ordinal_mean averages the study's rating fields only; the categorical methods take
+        every label (an item's own fields are not in the config: they get those)."""
+        types = analysis.field_types_of(config.get("fields") or [])
+        return analysis.label_applies(method, question, types)
 
     def answer_labels(self, answer: Mapping[str, Any]) -> dict[str, Hashable]:
         return answers.labels(answer.get("fields") or {})
@@ -236,13 +220,11 @@ class FormHit(HitType):
         """`{"fields": {...}}` (JSONL) or columns `field:<id>` / `<id>` (CSV), checked as a
         worker's answer would be, except that fields may be left unanswered."""
         fields = fields_of(content, config)
-        parsed = export.parse_imported(raw, fields)
-        answer = answers.check_answer(
-            fields, parsed.get("fields"), len(content["attachments"]), InvalidItem, require=False
+        attachments = len(content["attachments"])
+        parsed = export.parse_imported(raw, fields, attachments)
+        return answers.check_answer(
+            fields, parsed.get("fields"), attachments, InvalidItem, require=False
         )
-        if all(value is None for value in answer["fields"].values()):
-            raise InvalidItem("no field answered: answer at least one", "fields")
-        return answer
 
     def simulator(self) -> Simulator:
         from tasks.form.simulate import FormSimulator
@@ -251,8 +233,10 @@ class FormHit(HitType):
 
     # -- analysis and export -----------------------------------------------------------------
     def analysis_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        fields = fields_of(row.get("content") or {}, row.get("config") or {})
-        return analysis.analysis_row(row, field_types(fields))
+        content = row.get("content") or {}
+        fields = fields_of(content, row.get("config") or {})
+        attachments = len(content.get("attachments") or [])
+        return analysis.analysis_row(row, analysis.field_types_of(fields, attachments))
 
     def analyze(
         self,

@@ -41,6 +41,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
     "random_clicker": Behaviour(rating_sd=0.0, slip=1.0, reads=False, random=True),
     "attention_failer": Behaviour(rating_sd=0.35, slip=0.05, reads=False),
 }
+EXACT = Behaviour(rating_sd=0.0, slip=0.0)  # what a worker who reads gives an attention check
 FILLER = "The text reads clearly and says what it means."
 
 
@@ -84,22 +85,21 @@ class FormSimulator(Simulator):
         self, kind: str, rng: random.Random, task: Mapping[str, Any], truth: Truth
     ) -> dict[str, Any]:
         behaviour = BEHAVIOURS[kind]
-        known = dict(truth.values)
-        if behaviour.reads:
-            known.update(truth.attention)
+        # Whoever reads an attention check gives exactly what it asks; the others guess.
+        asked = truth.attention if behaviour.reads else {}
         attachments = len(task["attachments"])
         values: dict[str, Any] = {}
         for spec in task["fields"]:
             name = spec["id"]
             if spec.get("show_if") is not None and not condition_met(spec["show_if"], values):
                 continue
+            if name in asked:
+                values[name] = self.answer(spec, asked[name], EXACT, rng, attachments)
+                continue
             if behaviour.random and not spec["required"] and rng.random() < 0.5:
                 continue
-            wanted = (
-                None
-                if behaviour.random or truth.attention and not behaviour.reads
-                else known.get(name)
-            )
+            guessing = behaviour.random or (truth.attention and not behaviour.reads)
+            wanted = None if guessing else truth.values.get(name)
             value = self.answer(spec, wanted, behaviour, rng, attachments)
             if value is not None:
                 values[name] = value
