@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from crowd.exceptions import AlreadyExists, InvalidConfig, NotFound, ValidationError
-from crowd.scale.params import parse_task, project_params, request_hash
+from crowd.scale.params import TEXTCOLLECTION, parse_task, project_params, request_hash
 from crowd.storage import (
     Experimenter,
     Item,
@@ -476,7 +476,27 @@ def task_json(task: ScaleTask) -> dict[str, Any]:
         data["completed_at"] = timestamp(task.completed_at)
     if task.response is not None:
         data["response"] = task.response
-    return data
+    return in_field_order(data)
+
+
+def in_field_order(task: dict[str, Any]) -> dict[str, Any]:
+    """A TextCollection task's response with each respondent's answers (and the annotations)
+    in the order of the task's fields: HELM's client pairs them with the fields by position,
+    and a JSON object's key order is lost in PostgreSQL's jsonb (and in sorted JSON)."""
+    response = task.get("response")
+    fields = (task.get("params") or {}).get("fields")
+    if task.get("type") != TEXTCOLLECTION or not isinstance(response, dict) or not fields:
+        return task
+    ids = [field["field_id"] for field in fields]
+
+    def ordered(answers: Any) -> Any:
+        if not isinstance(answers, dict):
+            return answers
+        return {key: answers[key] for key in ids if key in answers} | answers
+
+    response = {**response, "responses": [ordered(r) for r in response.get("responses", [])],
+                "annotations": ordered(response.get("annotations"))}  # fmt: skip
+    return {**task, "response": response}
 
 
 def quality_task_json(task: ScaleTask) -> dict[str, Any]:

@@ -12,13 +12,14 @@ gets the stored reply, with another request a 409.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy.exc
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, Response, jsonify, request
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -199,12 +200,26 @@ def _post(handler: Handler) -> Any:
         return reply, 200
 
 
+def _in_order(model: type[BaseModel], result: Any) -> Response:
+    """A reply holding tasks, checked by its model, with its keys in the order given: a
+    TextCollection response's in its fields' (HELM pairs them by position), where the app's
+    JSON would sort them."""
+    data, status = result if isinstance(result, tuple) else (result, 200)
+    if isinstance(data, dict) and isinstance(data.get("docs"), list):
+        data = {**data, "docs": [scale.in_field_order(doc) for doc in data["docs"]]}
+    elif isinstance(data, dict):
+        data = scale.in_field_order(data)
+    payload = model.model_validate(data).model_dump(mode="json")
+    return Response(json.dumps(payload), status=status, mimetype="application/json")
+
+
 def _create(task_type: str, body: BaseModel, kind: ItemKind = ItemKind.REAL) -> Any:
     """A task of the checked body; its unique_id's fingerprint is the body as sent."""
     fields, sent = body.model_dump(exclude_unset=True), read_json()
     as_json = scale.task_json if kind == ItemKind.REAL else scale.quality_task_json
-    return _post(lambda s, owner: as_json(
-        scale.create_task(s, owner, task_type, fields, kind, sent)))  # fmt: skip
+    model = Task if kind == ItemKind.REAL else QualityTask
+    return _in_order(model, _post(lambda s, owner: as_json(
+        scale.create_task(s, owner, task_type, fields, kind, sent))))  # fmt: skip
 
 
 # -- tasks -------------------------------------------------------------------------------------
@@ -277,22 +292,22 @@ def get_task(task_id: str) -> Any:
     with platform().db.read_session() as session:
         task = scale.get_task(session, experimenter(session), task_id)
         if task.kind != ItemKind.REAL:
-            return scale.quality_task_json(task)
-        return scale.task_json(task)
+            return _in_order(QualityTask, scale.quality_task_json(task))
+        return _in_order(Task, scale.task_json(task))
 
 
 @bp.post("/task/<task_id>/cancel")
 @_write("Cancel a pending task: it is no longer served", Task, query=CancelQuery)
 def cancel_task(task_id: str, query: CancelQuery) -> Any:
-    return _post(lambda s, owner: scale.task_json(
-        scale.cancel_task(s, owner, task_id, query.clear_unique_id)))  # fmt: skip
+    return _in_order(Task, _post(lambda s, owner: scale.task_json(
+        scale.cancel_task(s, owner, task_id, query.clear_unique_id))))  # fmt: skip
 
 
 @bp.post("/task/<task_id>/audit")
 @_write("Accept or reject a completed task's response", Task, body=Audit)
 def audit_task(task_id: str, body: Audit) -> Any:
-    return _post(lambda s, owner: scale.task_json(
-        scale.audit_task(s, owner, task_id, body.accepted, body.comments)))  # fmt: skip
+    return _in_order(Task, _post(lambda s, owner: scale.task_json(
+        scale.audit_task(s, owner, task_id, body.accepted, body.comments))))  # fmt: skip
 
 
 @bp.get("/tasks")
@@ -302,8 +317,9 @@ def list_tasks(query: TasksQuery) -> Any:
     filters = query.model_dump(exclude={"limit", "next_token", "limited_response",
                                         "include_attachment_url"})  # fmt: skip
     with platform().db.read_session() as session:
-        return scale_listing.list_tasks(session, experimenter(session), filters, query.limit,
-                                        query.next_token, query.limited_response)  # fmt: skip
+        return _in_order(TaskList, scale_listing.list_tasks(
+            session, experimenter(session), filters, query.limit, query.next_token,
+            query.limited_response))  # fmt: skip
 
 
 # -- projects ----------------------------------------------------------------------------------

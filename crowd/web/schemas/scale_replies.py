@@ -6,19 +6,12 @@ lives here (its study, its item) under `crowd`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, RootModel, SerializerFunctionWrapHandler, model_serializer
 
 from crowd.web.contract import FieldProblem, Reply
-from crowd.web.schemas.scale import (
-    AttachmentObject,
-    BatchStatus,
-    CategoryField,
-    TaskStatus,
-    TaskType,
-    TextField,
-)
+from crowd.web.schemas.scale import AttachmentObject, BatchStatus, TaskStatus, TaskType
 
 
 class ScaleError(Reply):
@@ -83,7 +76,9 @@ class TextCollectionParams(ScaleReply):
     """A TextCollection task's params: its attachments and fields, as sent"""
 
     attachments: list[AttachmentObject]
-    fields: list[Annotated[CategoryField | TextField, Field(discriminator="type")]]
+    fields: list[dict[str, Any]] = Field(
+        description="as sent: category and text fields (see NewTextCollectionTask)"
+    )
     responses_required: int | None = None
 
 
