@@ -132,8 +132,8 @@
     const field = part.field;
     const area = el("textarea", { id: part.key + "-text", rows: "3", maxlength: String(field.max_characters), "aria-labelledby": part.key + "-title" });
     const count = el("p", { class: "char-count", id: part.key + "-count", "aria-live": "polite" });
-    const note = field.min_characters > 0 ? "at least " + field.min_characters + ", " : "";
-    function counted() { count.textContent = area.value.length + " / " + field.max_characters + " characters (" + note + "at most " + field.max_characters + ")"; }
+    const note = field.min_characters > 0 ? " (at least " + field.min_characters + ")" : "";
+    function counted() { count.textContent = area.value.length + " / " + field.max_characters + " characters" + note; }
     area.addEventListener("input", counted);
     counted();
     part.box.appendChild(area);
@@ -150,7 +150,8 @@
     things.forEach((label, index) => {
       const up = el("button", { type: "button", class: "move-up", "aria-label": "Move " + label + " up", text: "Move up" });
       const down = el("button", { type: "button", class: "move-down", "aria-label": "Move " + label + " down", text: "Move down" });
-      const row = el("li", { "data-index": String(index) }, [el("span", { class: "rank-label", text: label }), up, down]);
+      const row = el("li", { "data-index": String(index) }, [el("span", { class: "rank-label", text: label }),
+        el("span", { class: "rank-buttons" }, [up, down])]);
       up.addEventListener("click", () => move(row, -1, up, down));
       down.addEventListener("click", () => move(row, 1, down, up));
       list.appendChild(row);
@@ -232,9 +233,23 @@
     crowdTask.refocus(document.querySelector("#fields input, #fields textarea, #fields button"));
   }
 
-  $("fields").addEventListener("change", answers);
-  $("fields").addEventListener("input", answers);
-  $("fields").addEventListener("click", (event) => { if (event.target.matches(".rank-list button")) { answers(); } });
+  // A question marked by a submit is unmarked as soon as its answer is fine.
+  function recheck() {
+    const values = answers();
+    let marked = false;
+    for (const part of fields) {
+      if (part.error.textContent) {
+        const wrong = part.shown ? problem(part, values[part.field.id]) : "";
+        part.error.textContent = wrong;
+        part.box.classList.toggle("invalid", Boolean(wrong));
+      }
+      marked = marked || Boolean(part.error.textContent);
+    }
+    if (!marked) { $("error").textContent = ""; }
+  }
+  $("fields").addEventListener("change", recheck);
+  $("fields").addEventListener("input", recheck);
+  $("fields").addEventListener("click", (event) => { if (event.target.matches(".rank-list button")) { recheck(); } });
   $("answer-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const values = answers();
