@@ -296,7 +296,7 @@ def test_the_worker_page_shows_misses_answers_and_audit_in_words() -> None:
              *(f.text for f in view["figures"]), *entry.details)  # fmt: skip
 
 
-@pytest.mark.parametrize("name", ["boundary", "likert", "comparison", "taboo"])
+@pytest.mark.parametrize("name", ["boundary", "likert", "comparison", "taboo", "form"])
 def test_every_built_in_type_describes_its_answers(name: str) -> None:
     """Each type's simulated answers to its own sample items read without a repr."""
     hit = get_hit_type(name)
@@ -305,6 +305,20 @@ def test_every_built_in_type_describes_its_answers(name: str) -> None:
         "likert": ({"text": "t"}, {"ratings": {"grammaticality": 4, "cohesiveness": None}}),
         "comparison": ({"query": "q", "candidates": ["x", "y"]}, {"best": 0, "shown": 1}),
         "taboo": ({}, {"result": "guessed"}),
+        "form": (
+            {
+                "attachments": [{"type": "text", "content": "t"}],
+                "fields": [
+                    {
+                        "id": "topic",
+                        "type": "category",
+                        "title": "Topic?",
+                        "choices": [{"label": "Sport", "value": "sport"}],
+                    }
+                ],
+            },
+            {"fields": {"topic": ["sport"], "note": None}},
+        ),
     }
     content, answer = samples[name]
     config = hit.validate_config({}).to_config()

@@ -22,7 +22,7 @@ PAGE = {
 }
 
 
-@pytest.mark.parametrize("name", ["boundary", "likert", "comparison", "taboo"])
+@pytest.mark.parametrize("name", ["boundary", "likert", "comparison", "taboo", "form"])
 def test_every_type_takes_a_public_page_and_keeps_it(name: str) -> None:
     load_builtin()
     hit = get_hit_type(name)
