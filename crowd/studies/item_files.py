@@ -54,6 +54,12 @@ COLUMNS: dict[str, dict[str, str]] = {
         "policies.#": TEXT, "best": INT, "category": TEXT, "meta": OBJECT,
         "meta.utility": NUMBERS, "meta.utility.#": NUMBER, "meta.*": VALUE,
     },
+    "form": {
+        "id": TEXT, "kind": TEXT, "text": TEXT, "attachments": VALUE, "attachments.#.type": TEXT,
+        "attachments.#.content": TEXT, "attachments.#.alt": TEXT, "fields": VALUE,
+        "expected": OBJECT, "expected.*": VALUE, "tolerance": OBJECT, "tolerance.*": NUMBER,
+        "meta": OBJECT, "meta.*": VALUE,
+    },
     "taboo": {
         "id": TEXT, "kind": TEXT, "word": TEXT, "variants": TEXTS, "variants.#": TEXT,
         "concreteness": NUMBER, "category": TEXT,

@@ -314,3 +314,40 @@ def test_the_simulated_crowd_plays_the_sample_study_and_the_report_and_exports_f
     with db.session() as session:
         analysed, _ = analysis_rows(session, session.get(Study, study_id))
     assert analysed[0]["field_types"]["strengths"]["choices"] == ["accuracy", "brevity", "clarity"]
+
+
+def test_form_items_upload_as_csv_with_numbered_attachment_columns(
+    client: FlaskClient, auth: dict[str, str], db: Database
+) -> None:
+    table = (
+        "id,kind,attachments.0.type,attachments.0.content,attachments.1.type,"
+        "attachments.1.content,expected,tolerance.faithfulness,meta.group\n"
+        's1,gold,text,"A summary,\nover two lines",html,<p>src<script>x()</script></p>,'
+        '"{""faithfulness"": 4, ""problems"": [""missing""]}",1,good\n'
+        "s2,,text,Plain,text,Source,,,weak\n"
+        "s3,,text,Plain,video,clip,,,weak\n"
+    )
+    created = client.post(
+        "/api/studies", headers=auth, json={"name": "csv", "hit_type": "form", "config": config()}
+    )
+    url = f"/api/studies/{created.get_json()['id']}/items"
+    preview = client.post(f"{url}/check", headers=auth, data=table, content_type="text/csv")
+    lines = preview.get_json()["lines"]
+    assert [(line["ok"], line["field"]) for line in lines] == [
+        (True, None),
+        (True, None),
+        (False, "attachments[1].type"),
+    ]
+    added = client.post(url, headers=auth, data=table.rsplit("s3,", 1)[0], content_type="text/csv")
+    assert added.status_code == 201, added.get_json()
+    with db.session() as session:
+        gold = session.scalars(select(Item).where(Item.external_id == "s1")).one()
+        assert gold.content["attachments"] == [
+            {"type": "text", "content": "A summary,\nover two lines"},
+            {"type": "html", "content": "<p>src</p>"},
+        ]
+        assert gold.expected == {
+            "expected": {"faithfulness": 4, "problems": ["missing"]},
+            "tolerance": {"faithfulness": 1},
+        }
+        assert gold.meta == {"group": "good"}
