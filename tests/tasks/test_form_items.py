@@ -295,3 +295,35 @@ def test_reviewers_read_answers_in_the_fields_terms() -> None:
     )
     described = HIT.describe_expected({"expected": {"faithfulness": 2}}, content, config)
     assert described == "faithfulness: 2/5"
+
+
+def test_answers_from_elsewhere_are_checked_like_a_workers_but_may_skip_fields() -> None:
+    config = STUDY.to_config()
+    content = HIT.validate_item(item()).content
+    columns = {
+        "worker": "llm",
+        "field:faithfulness": "4",
+        "field:problems": "missing|other",
+        "field:other problem": "it rambles",
+        "strengths": "2>0>1",
+    }
+    assert HIT.import_answer(content, columns, config) == {
+        "fields": {
+            "faithfulness": 4,
+            "problems": ["missing", "other"],
+            "other problem": "it rambles",
+            "strengths": [2, 0, 1],
+        }
+    }
+    partial = HIT.import_answer(content, {"fields": {"faithfulness": 2}}, config)
+    assert partial == {
+        "fields": {"faithfulness": 2, "problems": None, "other problem": None, "strengths": None}
+    }
+    with pytest.raises(InvalidItem) as error:
+        HIT.import_answer(content, {"fields": {"faithfulness": 9}}, config)
+    assert error.value.where == "fields.faithfulness"
+    with pytest.raises(InvalidItem) as error:
+        HIT.import_answer(
+            content, {"fields": {"problems": ["missing"], "other problem": "x"}}, config
+        )
+    assert error.value.where == "fields.other problem"
