@@ -19,6 +19,7 @@ from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from crowd.storage import Database, Item, ItemKind, Study
 from examples.scale_rl_loop import CallbackReceiver
+from tests.crowd.web.test_scale_api import Crowd
 
 # What HELM's ScaleCritiqueClient sends: category fields with numeric values, a text field.
 QUESTIONS = ["Helpfulness", "Harmlessness"]
@@ -292,3 +293,27 @@ def test_evaluation_tasks_wait_in_their_batch_until_it_is_finalized(
     assert after[gold[2].id][2]["expected"] == {"Helpfulness": ["4"]}
     assert scale.get_task(gold[2].id).expected_response == {"Helpfulness": 4}
     assert scale.get_tasks_count(project_name="jokes") == 0  # not customer tasks
+
+
+def test_categorization_tasks_are_listed_canceled_and_audited(
+    scale: ScaleClient, live_server: Any, api_key: str, settings: Settings
+) -> None:
+    created = scale.create_project("labels", TaskType.Categorization, params={
+        "crowd": {"annotations_per_item": 1, "attention_rate": 0.0}})  # fmt: skip
+    study_id = created.as_dict()["study_id"]
+    tasks = [scale.create_task(TaskType.Categorization, project="labels", attachment=text,
+                               categories=["red", "blue"], responses_required=1)
+             for text in ("tomato", "sky")]  # fmt: skip
+    assert [t.id for t in scale.get_tasks(project_name="labels")] == [t.id for t in tasks]
+    assert scale.cancel_task(tasks[1].id).status == "canceled"
+    publish(live_server.url, api_key, study_id)
+    crowd = Crowd(live_server.url, api_key)
+    assert crowd.answer("w1", study_id, pick="red") == "tomato"
+    assert crowd.answer("w2", study_id) is None  # the canceled task is not served
+    run_worker(settings, burst=True)
+    done = scale.get_task(tasks[0].id)
+    assert done.response["category"] == "red" and done.params["responses_required"] == 1
+    scale.audit_task(done.id, True, "right")
+    assert scale.get_task(done.id).customer_review_status == "accepted"
+    assert [t.id for t in scale.get_tasks(project_name="labels", status=TaskStatus.Canceled)] == [
+        tasks[1].id]  # fmt: skip
