@@ -295,7 +295,7 @@ def plan(workers: int) -> list[DemoStudy]:
         ),
         DemoStudy(
             "form",
-            "Summary check: a form of three questions",
+            "Summary check: four questions per summary",
             json.loads((TASKS / "form" / "samples" / "study.json").read_text(encoding="utf-8")),
             {"careful": 14, "noisy": 4, "random_clicker": 3, "attention_failer": 3},
             form_summary,
