@@ -37,6 +37,9 @@ RANK_CHOICES = (2, 10)
 DEFAULT_MAX_CHARACTERS = 1000
 MAX_CHARACTERS = 10000
 MAX_INSTRUCTIONS_CHARS = 5000
+# Joins a multi-choice answer's values in labels, promoted gold and CSV cells, so no value
+# may hold it.
+VALUE_SEPARATOR = "|"
 
 
 def is_int(value: Any) -> bool:
@@ -103,8 +106,16 @@ def _choices(
             f"{at}.value",
             error,
         )
+        _check(
+            VALUE_SEPARATOR not in value_text(value),
+            f"must not contain {VALUE_SEPARATOR!r}: it joins the values of a multi-choice "
+            "answer in labels and CSV cells (give the choice another value, keep the label)",
+            f"{at}.value",
+            error,
+        )
         choice = {"label": label, "value": value_text(value)}
-        if entry.get("hint") is not None:
+        hint = entry.get("hint")
+        if not (hint is None or (isinstance(hint, str) and not hint.strip())):  # "": no hint
             choice["hint"] = _text(entry, "hint", MAX_HINT_CHARS, at, error)
         choices.append(choice)
     values = [choice["value"] for choice in choices]
@@ -340,7 +351,9 @@ def validate_study_config(config: dict[str, Any]) -> dict[str, Any]:
         )
     raw = config.get("fields")
     fields = None if raw is None else validate_fields(raw)
-    instructions = config.get("instructions") or ""
+    instructions = config.get("instructions")
+    if instructions is None:
+        instructions = ""
     _check(
         isinstance(instructions, str) and len(instructions) <= MAX_INSTRUCTIONS_CHARS,
         f"must be text of at most {MAX_INSTRUCTIONS_CHARS} characters",

@@ -62,6 +62,13 @@ def test_choice_values_become_text_and_show_if_becomes_a_list() -> None:
     fields = fields_of(rating(), flag, later, score)
     assert [c["value"] for c in fields[1]["choices"]] == ["true", "false", "1.0"]
     assert fields[1]["choices"][2]["hint"] == "a float"
+    blank_hints = fields_of(
+        category(choices=[{"label": "a", "hint": ""}, {"label": "b", "hint": "  "}, "c"])
+    )
+    assert [set(choice) for choice in blank_hints[0]["choices"]] == [{"label", "value"}] * 3
+    # A label may hold "|": only values are joined.
+    either = {"label": "a|b", "value": "ab"}
+    assert fields_of(category(choices=[either, "c"]))[0]["choices"][0]["label"] == "a|b"
     assert fields[2]["show_if"] == {"field": "flag", "in": ["false"]}
     assert fields[3]["show_if"] == {"field": "quality", "in": [1, 2]}
     assert fields_of(*fields) == fields  # normalised declarations are kept as they are
@@ -121,6 +128,15 @@ def test_choice_values_become_text_and_show_if_becomes_a_list() -> None:
         ({"fields": [rating(), text(show_if={"field": "quality", "equals": 1, "in": [1]})]},
          "fields[1].show_if", '"in"'),
         ({"instructions": 5}, "instructions", "at most 5000"),
+        ({"instructions": 0}, "instructions", "must be text"),
+        ({"instructions": []}, "instructions", "must be text"),
+        ({"instructions": False}, "instructions", "must be text"),
+        ({"fields": [category(choices=["a", "news|sport"])]}, "fields[0].choices[1].value",
+         "must not contain '|'"),
+        ({"fields": [rating(), category(choices=["a", {"label": "b", "value": "b|c"}])]},
+         "fields[1].choices[1].value", "must not contain '|'"),
+        ({"fields": [{"id": "r", "type": "rank", "title": "t", "choices": ["x", "y|z"]}]},
+         "fields[0].choices[1].value", "must not contain '|'"),
     ],
 )  # fmt: skip
 def test_bad_configs_name_the_path_and_say_how_to_fix_it(
