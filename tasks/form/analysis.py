@@ -44,14 +44,13 @@ import numpy as np
 from qc.attention import attention_summary
 from qc.filtering import full_and_filtered
 from tasks.base import rater_group
+from tasks.form.config import DEFAULT_SCALE, FIELD_TYPES, value_text
 from tasks.likert.analysis import NO_GROUP, SCORED_KINDS, Rating, describe, tau_between_groups
 
 Row = Mapping[str, Any]
 
 Level = Literal["nominal", "ordinal", "interval"]
 
-FIELD_TYPES = ("rating", "category", "text", "rank")
-DEFAULT_SCALE = (1, 5)
 LEVELS: dict[str, Level] = {"rating": "ordinal", "category": "nominal", "rank": "ordinal"}
 ORDINAL_ONLY = frozenset({"ordinal_mean"})  # aggregation methods for rating fields only
 _DIGITS = 4
@@ -63,13 +62,6 @@ def _num(value: Any) -> float | None:
         return None
     number = float(value)
     return round(number, _DIGITS) if math.isfinite(number) else None
-
-
-def value_text(value: Any) -> str:
-    """A category value as the text answers and exports carry (booleans "true"/"false")."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _choice_values(choices: Any) -> list[str]:

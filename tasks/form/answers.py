@@ -33,26 +33,29 @@ def check_answer(
     raw: Any,
     attachments: int,
     error: type[ValidationError] = ValidationError,
-    prefix: str = "fields",
+    where: str = "fields",
+    path: str = "fields.{}",
     require: bool = True,
 ) -> dict[str, Any]:
     """The answer to `fields` from what a worker (or an import) sent, normalised.
 
     Hidden fields must be absent (null counts as absent); a shown required field must be
     answered, unless `require` is False (answers collected elsewhere may skip fields).
+    Errors name `where` (the whole answer) or `path` with the field's id (an import's CSV
+    says "field:{}").
     """
     if not isinstance(raw, Mapping):
-        raise error("must be an object {field id: answer}", prefix)
+        raise error("must be an object {field id: answer}", where)
     by_id = {field["id"]: field for field in fields}
     unknown = sorted(set(raw) - set(by_id))
     if unknown:
         raise error(
-            f"no such field here (the fields are {', '.join(by_id)})", f"{prefix}.{unknown[0]}"
+            f"no such field here (the fields are {', '.join(by_id)})", path.format(unknown[0])
         )
     values: dict[str, Any] = {}
     for field in fields:
         name = field["id"]
-        at = f"{prefix}.{name}"
+        at = path.format(name)
         given = raw.get(name)
         shown = field.get("show_if") is None or condition_met(field["show_if"], values)
         if not shown:

@@ -12,16 +12,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from crowd.exceptions import InvalidConfig, InvalidItem
-from tasks.form.analysis import DEFAULT_SCALE, value_text
+from tasks.form.answers import check_answer
+from tasks.form.config import VALUE_SEPARATOR, value_text
 
 FORMATS = ("jsonl", "csv")
 COLUMNS = (
     "response_id", "worker", "rater_group", "item", "item_group", "kind", "created_at", "source",
 )  # fmt: skip
 FIELD_PREFIX = "field:"
-CHOICE_SEPARATOR = "|"
+CHOICE_SEPARATOR = VALUE_SEPARATOR
 RANK_SEPARATOR = ">"
-DEFAULT_MAX_CHARACTERS = 1000
 
 
 def cell(value: Any) -> str:
@@ -69,131 +69,60 @@ def export(rows: list[dict[str, Any]], fmt: str, handle: TextIO) -> int:
 
 
 # -- answers collected elsewhere ---------------------------------------------------------------
-def _choices(field: Mapping[str, Any]) -> list[str]:
-    return [
-        value_text(c.get("value", c.get("label")) if isinstance(c, Mapping) else c)
-        for c in field.get("choices") or []
-    ]
-
-
 def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
+    return value is None or (isinstance(value, str) and not value.strip()) or value == []
 
 
-def _rating(field: Mapping[str, Any], value: Any, where: str) -> int:
-    low, high = field.get("scale") or DEFAULT_SCALE
-    number: Any = value
+def _whole(value: Any) -> Any:
+    """A rating's "4" or 4.0 as 4; anything else as given, for the answer check to refuse."""
+    number = value
     if isinstance(value, str):
         try:
             number = float(value.strip())
         except ValueError:
-            number = None
-    if (
-        isinstance(number, bool)
-        or not isinstance(number, int | float)
-        or not float(number).is_integer()
-        or not low <= number <= high
-    ):
-        raise InvalidItem(f"{value!r} is not a whole number from {low} to {high}", where)
-    return int(number)
+            return value
+    if isinstance(number, float) and number.is_integer():
+        return int(number)
+    return number
 
 
-def _category(field: Mapping[str, Any], value: Any, where: str) -> list[str]:
-    choices = _choices(field)
-    if isinstance(value, str) and value.strip() not in choices:
-        given = [part.strip() for part in value.split(CHOICE_SEPARATOR) if part.strip()]
-    elif isinstance(value, list):
-        given = [value_text(v).strip() if isinstance(v, str) else value_text(v) for v in value]
-    else:
-        given = [value_text(value).strip() if isinstance(value, str) else value_text(value)]
-    unknown = [v for v in given if v not in choices]
-    if unknown:
-        raise InvalidItem(f"{unknown[0]!r} is not a choice: use one of {', '.join(choices)}", where)
-    if len(set(given)) != len(given):
-        raise InvalidItem("a value is chosen twice", where)
-    low, high = int(field.get("min_choices", 1)), int(field.get("max_choices", 1))
-    if not low <= len(given) <= high:
-        raise InvalidItem(f"{len(given)} values chosen: choose {low} to {high}", where)
-    return [c for c in choices if c in given]  # the declaration's order
+def _index(part: Any) -> Any:
+    text = part.strip() if isinstance(part, str) else part
+    return int(text) if isinstance(text, str) and text.isdigit() else text
 
 
-def _rank(field: Mapping[str, Any], value: Any, where: str, n_attachments: int | None) -> list[int]:
-    parts: list[Any] = value.split(RANK_SEPARATOR) if isinstance(value, str) else value
-    if not isinstance(parts, list):
-        raise InvalidItem(f"{value!r} is not a ranking: give indexes best first, e.g. 2>0>1", where)
-    indexes = []
-    for part in parts:
-        text = part.strip() if isinstance(part, str) else part
-        if isinstance(text, str) and text.isdigit():
-            text = int(text)
-        if isinstance(text, bool) or not isinstance(text, int):
-            raise InvalidItem(
-                f"{part!r} is not an index: give indexes best first, e.g. 2>0>1", where
-            )
-        indexes.append(text)
-    k = len(_choices(field)) or n_attachments or len(indexes)
-    if sorted(indexes) != list(range(k)):
-        raise InvalidItem(
-            f"{value!r} does not rank each of the {k} things once: give a permutation of "
-            f"0..{k - 1}, best first",
-            where,
-        )
-    return indexes
-
-
-def _text(field: Mapping[str, Any], value: Any, where: str) -> str | None:
-    if not isinstance(value, str):
-        raise InvalidItem(f"{value!r} is not text", where)
-    text = value.strip()
-    low = int(field.get("min_characters", 0))
-    high = int(field.get("max_characters", DEFAULT_MAX_CHARACTERS))
-    if text and not low <= len(text) <= high:
-        raise InvalidItem(f"{len(text)} characters: write {low} to {high}", where)
-    return text or None
-
-
-def parse_value(
-    field: Mapping[str, Any], value: Any, where: str, n_attachments: int | None = None
-) -> Any:
-    """One field's value, native or as CSV text, checked against its declaration; None if blank."""
+def native_value(field: Mapping[str, Any], value: Any) -> Any:
+    """One field's value from a CSV cell or JSON in the shape a worker's page sends (None if
+    blank); whether it is a valid answer is the answer check's to say."""
     kind = field["type"]
-    if value == [] and kind == "category":
-        return _category(field, value, where)  # nothing chosen: an answer where min is 0
-    if _blank(value) or value == []:
+    if kind == "category" and value == []:
+        return []  # nothing chosen: an answer where min_choices is 0
+    if _blank(value):
         return None
     if kind == "rating":
-        return _rating(field, value, where)
+        return _whole(value)
     if kind == "category":
-        return _category(field, value, where)
+        if isinstance(value, str):  # no value holds "|" (tasks.form.config)
+            return [part.strip() for part in value.split(CHOICE_SEPARATOR) if part.strip()]
+        if isinstance(value, list):
+            return [v.strip() if isinstance(v, str) else v for v in value]
+        return [value]
     if kind == "rank":
-        return _rank(field, value, where, n_attachments)
-    return _text(field, value, where)
-
-
-def _shown(field: Mapping[str, Any], answers: Mapping[str, Any]) -> bool:
-    """Whether a show_if condition on an earlier field's answer holds."""
-    condition = field.get("show_if")
-    if not condition:
-        return True
-    given = answers.get(str(condition["field"]))
-    if given is None:
-        return False
-    wanted = [condition["equals"]] if "equals" in condition else list(condition.get("in") or [])
-    values = given if isinstance(given, list) else [given]
-    texts = {value_text(v) for v in wanted}
-    return any(value_text(v) in texts for v in values)
+        parts = value.split(RANK_SEPARATOR) if isinstance(value, str) else value
+        return [_index(part) for part in parts] if isinstance(parts, list) else parts
+    return value
 
 
 def parse_imported(
-    raw: Mapping[str, Any], fields: list[dict[str, Any]], n_attachments: int | None = None
+    raw: Mapping[str, Any], fields: list[dict[str, Any]], n_attachments: int = 0
 ) -> dict[str, Any]:
-    """An answer from elsewhere ({"fields": {...}} or CSV columns) as {"fields": {...}}.
+    """An answer from elsewhere ({"fields": {...}} or CSV columns) as {"fields": {...}},
+    checked by the check a worker's answer goes through (tasks.form.answers), except that
+    fields may be left unanswered -- but not all of them.
 
     CSV columns are `field:<id>` or the bare id; this module's own export columns (kind,
-    source, ...) are ignored so an export imports back. Every declared field is present in
-    the result, None where not given. A value for a field its condition hides is refused,
-    as is a record that answers nothing. `n_attachments` is the number of things a rank
-    field without choices orders.
+    source, ...) are ignored so an export imports back. `fields` are normalised declarations;
+    `n_attachments` is the number of things a rank field without choices orders.
     """
     known = {str(field["id"]): field for field in fields}
     if "fields" in raw:
@@ -203,11 +132,11 @@ def parse_imported(
                 f"unknown answer keys {extra}: give {{'fields': {{field id: value}}}}", "answer"
             )
         values = raw["fields"]
-        prefix = "fields."
+        where, path = "fields", "fields.{}"
         if not isinstance(values, Mapping):
             raise InvalidItem("'fields' must be an object {field id: value}", "fields")
     else:
-        prefix = FIELD_PREFIX
+        where, path = FIELD_PREFIX, FIELD_PREFIX + "{}"
         values = {}
         for column, value in raw.items():
             name = str(column)
@@ -218,25 +147,16 @@ def parse_imported(
             if name in values:
                 raise InvalidItem("the field is given twice (with and without 'field:')", name)
             values[name] = value
-    unknown = sorted(set(values) - set(known))
-    if unknown:
+    native = {
+        name: native_value(known[name], value) if name in known else value
+        for name, value in values.items()
+    }
+    native = {name: value for name, value in native.items() if value is not None}
+    answer = check_answer(
+        fields, native, n_attachments, InvalidItem, where=where, path=path, require=False
+    )
+    if all(value is None for value in answer["fields"].values()):
         raise InvalidItem(
-            f"unknown field {unknown[0]!r}: this form asks {', '.join(known)}",
-            f"{prefix}{unknown[0]}",
+            f"no field answered: answer at least one of {', '.join(known)}", path.format("*")
         )
-    answers: dict[str, Any] = {}
-    for name, field in known.items():
-        where = f"{prefix}{name}"
-        value = parse_value(field, values.get(name), where, n_attachments)
-        if value is not None and not _shown(field, answers):
-            raise InvalidItem(
-                f"answered, but the field is hidden unless {field['show_if']['field']!r} "
-                "has one of the values it names: leave it empty",
-                where,
-            )
-        answers[name] = value
-    if all(value is None for value in answers.values()):
-        raise InvalidItem(
-            f"no field answered: answer at least one of {', '.join(known)}", prefix + "*"
-        )
-    return {"fields": answers}
+    return answer

@@ -11,9 +11,10 @@ import pytest
 
 from crowd.exceptions import InvalidConfig, InvalidItem
 from tasks.form.analysis import field_types_of
+from tasks.form.config import validate_fields
 from tasks.form.export import export, parse_imported
 
-FIELDS: list[dict[str, Any]] = [
+FIELDS: list[dict[str, Any]] = validate_fields([
     {"id": "Keyword Feedback", "type": "rating", "title": "Keywords?", "scale": [0, 10]},
     {
         "id": "topic",
@@ -25,7 +26,7 @@ FIELDS: list[dict[str, Any]] = [
         "id": "flaws",
         "type": "category",
         "title": "Flaws",
-        "choices": ["typo", "bias", True],
+        "choices": ["typo", "bias", {"label": "Yes", "value": True}],
         "min_choices": 0,
         "max_choices": 3,
     },
@@ -38,7 +39,7 @@ FIELDS: list[dict[str, Any]] = [
         "required": False,
         "show_if": {"field": "topic", "equals": "sport"},
     },
-]
+])  # fmt: skip
 TYPES = field_types_of(FIELDS)
 ANSWERS: list[dict[str, Any]] = [
     {"Keyword Feedback": 7, "topic": ["sport"], "flaws": ["typo", "true"], "order": [2, 0, 1],
@@ -119,7 +120,7 @@ def test_bare_column_names_and_loose_values_are_read() -> None:
     # A rank over attachments: as many indexes as there are attachments.
     ranked = [{"id": "r", "type": "rank", "title": "R"}]
     assert parse_imported({"r": "1>0>2"}, ranked, n_attachments=3) == {"fields": {"r": [1, 0, 2]}}
-    with pytest.raises(InvalidItem, match="0..3"):
+    with pytest.raises(InvalidItem, match="0 to 3"):
         parse_imported({"r": "1>0>2"}, ranked, n_attachments=4)
 
 
@@ -127,18 +128,23 @@ def test_bare_column_names_and_loose_values_are_read() -> None:
     ("raw", "where", "message"),
     [
         ({"Keyword Feedback": "11"}, "field:Keyword Feedback", "0 to 10"),
+        ({"Keyword Feedback": "much"}, "field:Keyword Feedback", "whole number"),
         ({"fields": {"Keyword Feedback": 2.5}}, "fields.Keyword Feedback", "whole number"),
         ({"fields": {"Keyword Feedback": True}}, "fields.Keyword Feedback", "whole number"),
         ({"topic": "golf"}, "field:topic", "not a choice"),
-        ({"topic": "news|sport"}, "field:topic", "choose 1 to 1"),
+        ({"topic": "news|sport"}, "field:topic", "choose exactly 1, not 2"),
         ({"fields": {"flaws": ["typo", "typo"]}}, "fields.flaws", "twice"),
-        ({"order": "2>0"}, "field:order", "permutation"),
-        ({"order": "2>0>0"}, "field:order", "permutation"),
-        ({"order": "b>a>c"}, "field:order", "not an index"),
-        ({"why": "x" * 41}, "field:why", "0 to 40"),
-        ({"fields": {"why": 3}}, "fields.why", "not text"),
+        ({"fields": {"flaws": {"typo": 1}}}, "fields.flaws", "list of choice values"),
+        ({"order": "2>0"}, "field:order", "each once"),
+        ({"order": "2>0>0"}, "field:order", "each once"),
+        ({"order": "b>a>c"}, "field:order", "indexes 0 to 2"),
+        ({"fields": {"order": "abc"}}, "fields.order", "indexes 0 to 2"),
+        ({"why": "x" * 41}, "field:why", "at most 40 characters"),
+        ({"fields": {"why": 3}}, "fields.why", "must be text"),
         ({"topic": "news", "sport_detail": "golf"}, "field:sport_detail", "hidden"),
-        ({"colour": "red"}, "field:colour", "unknown field"),
+        ({"colour": "red"}, "field:colour", "no such field"),
+        ({"field:colour": "red"}, "field:colour", "no such field"),
+        ({"fields": {"colour": "red"}}, "fields.colour", "no such field"),
         ({"fields": {"topic": "news"}, "extra": 1}, "answer", "unknown answer keys"),
         ({"fields": ["news"]}, "fields", "must be an object"),
         ({"topic": None, "why": "  "}, "field:*", "no field answered"),
