@@ -267,6 +267,10 @@ class HitType(ABC):
     gold_threshold: ClassVar[float] = 0.5
     # How repeated labels are aggregated (qc.aggregation methods over answer_labels).
     aggregation_methods: ClassVar[tuple[str, ...]] = ("majority_vote", "dawid_skene", "mace")
+    # Whether each method is fitted to each question on its own: a type whose questions differ
+    # in kind (a form's rating, category and rank fields) must not let them share classes or
+    # the workers' confusion; one model over every question suits questions of one kind.
+    aggregate_per_question: ClassVar[bool] = False
     # Types whose answer is one whole number: (its field in the answer, its field in the
     # expected answer). The three label methods below follow from it; other types override.
     single_label: ClassVar[tuple[str, str] | None] = None

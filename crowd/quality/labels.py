@@ -3,8 +3,9 @@ promoted from the agreement of trusted workers."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from sqlalchemy import select
@@ -21,7 +22,7 @@ from crowd.storage import (
     Worker,
     utcnow,
 )
-from qc.aggregation import aggregate, bradley_terry_best, label_accuracy
+from qc.aggregation import Aggregation, aggregate, bradley_terry_best, label_accuracy
 from qc.gold import promote_gold
 from tasks import HitType, get_hit_type
 
@@ -77,8 +78,11 @@ def compute_aggregations(
     """Aggregate the study's labels by every method that fits its HIT type, and store them.
 
     Tasks are (item, question) pairs, e.g. "story-3/fluency"; on gold items the aggregated
-    labels are scored against the gold answers. Every rater group's answers count, live and
-    imported (`answer_groups` names them). Returns a summary per method.
+    labels are scored against the gold answers. A type that aggregates per question (a form,
+    whose fields differ in kind) fits each method to each question on its own
+    (`aggregate_per_question`); its stored result adds `skills_by_question` and the
+    `question_errors` of questions the method could not fit. Every rater group's answers
+    count, live and imported (`answer_groups` names them). Returns a summary per method.
     """
     hit = get_hit_type(study.hit_type)
     answers = _answers(session, study, filtered)
@@ -98,10 +102,19 @@ def compute_aggregations(
     if not labelled:
         return summary, stored
     results = {}
+    per_question: dict[str, PerQuestion] = {}
     wanted = [m for m in hit.aggregation_methods if m in methods]
     for method in (m for m in wanted if m != "bradley_terry"):
+        if hit.aggregate_per_question:
+            fitted = aggregate_per_question(hit, method, labelled, study.config)
+            if fitted.aggregation is not None:
+                results[method], per_question[method] = fitted.aggregation, fitted
+            elif fitted.errors:  # no question could be fitted
+                reasons = (f"{question}: {error}" for question, error in fitted.errors.items())
+                summary[method] = {"error": "; ".join(reasons)}
+            continue
         triples = method_triples(hit, method, labelled, study.config)
-        if not triples:  # no question of the study fits the method (a form without ratings)
+        if not triples:  # no question of the study fits the method
             continue
         try:
             results[method] = aggregate(method, triples)
@@ -134,7 +147,71 @@ def compute_aggregations(
             "gold_accuracy": data["gold_accuracy"],
             "agreement_with_majority_vote": data["agreement_with_majority_vote"],
         }
+        if method in per_question:
+            fitted = per_question[method]
+            data["skills_by_question"] = {
+                question: {str(worker): float(s) for worker, s in part.skills.items()}
+                for question, part in fitted.parts.items()
+            }
+            data["question_errors"] = summary[method]["question_errors"] = fitted.errors
     return summary, stored
+
+
+@dataclass(frozen=True)
+class PerQuestion:
+    """One method fitted to each question on its own (a form's fields), and merged."""
+
+    aggregation: Aggregation | None  # every question's labels; None: no question fitted
+    parts: dict[str, Aggregation]  # question -> its own fit
+    errors: dict[str, str]  # question -> why the method could not fit it
+
+
+def aggregate_per_question(
+    hit: HitType,
+    method: str,
+    labelled: list[tuple[str, str, str, Hashable]],
+    config: Mapping[str, Any],
+) -> PerQuestion:
+    """Fit `method` to each question's labels separately, so questions share neither classes
+    (a rating of 1 and a rank's top index 1) nor worker confusion.
+
+    The merged labels and confidence hold every fitted question's tasks; a worker's skill is
+    the mean of their per-question skills weighted by how many of their labels each question
+    holds. A question the method cannot fit (too little data) is named in `errors` and the
+    others are still given.
+    """
+    by_question: dict[str, list[tuple[str, str, str, Hashable]]] = {}
+    for row in labelled:  # grouped by the question itself: a field id may contain "/"
+        by_question.setdefault(row[1], []).append(row)
+    parts: dict[str, Aggregation] = {}
+    errors: dict[str, str] = {}
+    weights: dict[str, dict[str, int]] = {}
+    for question, rows in by_question.items():
+        triples = method_triples(hit, method, rows, config)
+        if not triples:  # the method does not fit this question (ordinal_mean, a category)
+            continue
+        try:
+            parts[question] = aggregate(method, triples)
+        except ValueError as error:
+            errors[question] = str(error)
+            continue
+        weights[question] = Counter(worker for _, worker, _ in triples)
+    if not parts:
+        return PerQuestion(None, parts, errors)
+    skill_sum: dict[str, float] = {}
+    label_count: dict[str, int] = {}
+    for question, part in parts.items():
+        for worker, skill in part.skills.items():
+            n = weights[question][worker]
+            skill_sum[worker] = skill_sum.get(worker, 0.0) + float(skill) * n
+            label_count[worker] = label_count.get(worker, 0) + n
+    merged = Aggregation(
+        method,
+        {task: label for part in parts.values() for task, label in part.labels.items()},
+        {task: p for part in parts.values() for task, p in part.confidence.items()},
+        {worker: skill_sum[worker] / label_count[worker] for worker in skill_sum},
+    )
+    return PerQuestion(merged, parts, errors)
 
 
 def method_triples(

@@ -150,6 +150,7 @@ class FormHit(HitType):
         "mace",
         "ordinal_mean",
     )
+    aggregate_per_question: ClassVar[bool] = True
 
     def label_applies(self, method: str, question: str, config: Mapping[str, Any]) -> bool:
         """ordinal_mean averages the study's rating fields only; the categorical methods take

@@ -228,6 +228,13 @@ class AggregationsQuery(Body):
     )  # fmt: skip
 
 
+QuestionErrors = Annotated[dict[str, str], Field(
+    default_factory=dict,
+    description="question -> why the method could not fit it, where each question is "
+    "fitted on its own (form studies): the other questions still have labels",
+)]  # fmt: skip
+
+
 class Aggregation(Reply):
     """One method's labels, their confidence and the workers' skills"""
 
@@ -237,6 +244,12 @@ class Aggregation(Reply):
     labels: dict[str, Any] = Field(description="task (item/question) -> label")
     confidence: dict[str, float]
     skills: dict[str, float] = Field(description="worker -> skill in [0, 1]")
+    skills_by_question: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="question -> worker -> skill, where each question is fitted on its own "
+        "(form studies; skills is then their mean weighted by the worker's labels)",
+    )
+    question_errors: QuestionErrors
     gold_accuracy: Share | None
     agreement_with_majority_vote: Share | None
     filtered: bool = Field(description="whether excluded workers were left out")
@@ -269,6 +282,7 @@ class MethodFitted(Reply):
     n_workers: Count
     gold_accuracy: Share | None
     agreement_with_majority_vote: Share | None
+    question_errors: QuestionErrors
 
 
 class MethodFailed(Reply):
