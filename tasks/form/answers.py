@@ -9,6 +9,7 @@ optional field. Matching reads the shapes, so it needs no field declarations.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -26,6 +27,43 @@ def condition_met(condition: Mapping[str, Any], values: Mapping[str, Any]) -> bo
     if isinstance(given, list):
         return any(value in wanted for value in given)
     return given in wanted
+
+
+# A system source of randomness: a rank's start order must not be predictable.
+_ORDER_RANDOM = random.SystemRandom()
+
+
+def draw_orders(
+    fields: Sequence[Mapping[str, Any]], attachments: int, rng: random.Random = _ORDER_RANDOM
+) -> dict[str, list[int]]:
+    """Each rank field's start order, drawn per assignment: position p shows thing
+    order[p]. A rank that starts in the declared order for everyone would pull the answers
+    of those who leave it as it is towards that order."""
+    orders = {}
+    for field in fields:
+        if field["type"] == "rank":
+            order = list(range(rank_size(field, attachments)))
+            rng.shuffle(order)
+            orders[field["id"]] = order
+    return orders
+
+
+def from_shown(raw: Any, orders: Mapping[str, Sequence[int]]) -> Any:
+    """The page's answer with each rank given as positions in its shown order turned into
+    indexes into the declared things; anything that is not a permutation of the positions
+    is left for the answer check to refuse."""
+    if not isinstance(raw, Mapping):
+        return raw
+    result = dict(raw)
+    for name, order in orders.items():
+        given = result.get(name)
+        if (
+            isinstance(given, list)
+            and all(is_int(v) for v in given)
+            and sorted(given) == list(range(len(order)))
+        ):
+            result[name] = [int(order[position]) for position in given]
+    return result
 
 
 def check_answer(

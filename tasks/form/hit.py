@@ -16,10 +16,11 @@ from typing import Any, ClassVar, TextIO
 from crowd.exceptions import InvalidItem, ValidationError
 from tasks.base import HitType, ItemSpec, Simulator, StepResult, StudyOptions
 from tasks.form import analysis, answers, export, report
-from tasks.form.config import validate_study_config
-from tasks.form.items import check_expected, validate_item_record
+from tasks.form.config import is_int, validate_study_config, value_text
+from tasks.form.items import check_expected, rank_size, validate_item_record
 
 THANKS = "Thank you! Your answers are saved."
+RIGHT = "Right: your answers match the experimenter's."
 
 
 def fields_of(content: Mapping[str, Any], config: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -27,9 +28,29 @@ def fields_of(content: Mapping[str, Any], config: Mapping[str, Any]) -> list[dic
     return list(content.get("fields") or config.get("fields") or [])
 
 
-def _public_field(field: Mapping[str, Any]) -> dict[str, Any]:
-    """A field as the page needs it: the whole declaration, which holds nothing secret."""
-    return {key: value for key, value in field.items()}
+def _public_field(
+    field: Mapping[str, Any], orders: Mapping[str, list[int]], attachments: int
+) -> dict[str, Any]:
+    """A field as the page needs it: the whole declaration, which holds nothing secret; a
+    rank's things in this assignment's start order (`order`: the declared index shown at
+    each position; the page answers with positions)."""
+    public = dict(field)
+    if field["type"] == "rank":
+        order = orders.get(field["id"]) or list(range(rank_size(field, attachments)))
+        public["order"] = list(order)
+        if field.get("choices"):
+            public["choices"] = [field["choices"][index] for index in order]
+    return public
+
+
+def thing_names(field: Mapping[str, Any], attachments: list[Mapping[str, Any]]) -> list[str]:
+    """What a rank field orders, named as the worker's page names them."""
+    if field.get("choices"):
+        return [choice["label"] for choice in field["choices"]]
+    return [
+        f"{'Image' if attachment.get('type') == 'image' else 'Text'} {number}"
+        for number, attachment in enumerate(attachments, start=1)
+    ]
 
 
 class FormHit(HitType):
@@ -95,17 +116,27 @@ class FormHit(HitType):
     def start(
         self, content: Mapping[str, Any], now: datetime, config: Mapping[str, Any]
     ) -> StepResult:
-        return StepResult(progress={"step": 0}, event={"type": "show", "at": now.isoformat()})
+        # Each rank starts in an order of its own per assignment (kept in the progress, so a
+        # reload shows the same), like the comparison type's candidates.
+        orders = answers.draw_orders(fields_of(content, config), len(content["attachments"]))
+        return StepResult(
+            progress={"step": 0, "orders": orders},
+            event={"type": "show", "orders": orders, "at": now.isoformat()},
+        )
 
     def view(
         self, content: Mapping[str, Any], progress: Mapping[str, Any], config: Mapping[str, Any]
     ) -> dict[str, Any]:
+        orders = progress.get("orders") or {}
+        attachments = len(content["attachments"])
         return {
             "step": int(progress.get("step", 0)),
             "n_steps": 1,
             "instructions": config.get("instructions") or "",
             "attachments": [dict(attachment) for attachment in content["attachments"]],
-            "fields": [_public_field(field) for field in fields_of(content, config)],
+            "fields": [
+                _public_field(field, orders, attachments) for field in fields_of(content, config)
+            ],
         }
 
     def step(
@@ -119,7 +150,9 @@ class FormHit(HitType):
         fields = fields_of(content, config)
         if not fields:
             raise ValidationError("this item has no fields to answer: the study declares none")
-        answer = answers.check_answer(fields, action.get("fields"), len(content["attachments"]))
+        # A rank comes as positions in the order the page showed; stored as declared indexes.
+        given = answers.from_shown(action.get("fields"), progress.get("orders") or {})
+        answer = answers.check_answer(fields, given, len(content["attachments"]))
         event = {"type": "submit", "at": now.isoformat()}
         return StepResult(progress={**progress, "step": 1}, event=event, answer=answer)
 
@@ -139,8 +172,36 @@ class FormHit(HitType):
         kind: str,
         config: Mapping[str, Any],
     ) -> dict[str, Any]:
-        # The same thanks for every kind: a different reply would give gold and checks away.
-        return {"message": THANKS}
+        # The same thanks for gold, attention and real items: a different reply would give
+        # gold and checks away. Training is announced, so it says what was expected.
+        wanted = expected.get("expected") or {}
+        if kind != "training" or not wanted:
+            return {"message": THANKS}
+        by_id = {field["id"]: field for field in fields_of(content, config)}
+        tolerance = expected.get("tolerance") or {}
+        given = answer.get("fields") or {}
+        found = answers.matched(expected, answer)
+        things = content.get("attachments") or []
+        results = []
+        for (name, value), right in zip(wanted.items(), found, strict=True):
+            field = by_id.get(name, {"id": name, "title": name, "type": ""})
+            leeway = float(tolerance.get(name, 0))
+            results.append(
+                {
+                    "id": name,
+                    "title": field.get("title") or name,
+                    "expected": field_words(field, value, things, leeway),
+                    "given": field_words(field, given.get(name), things) or "no answer",
+                    "matched": right,
+                }
+            )
+        wrong = len(found) - sum(found)
+        message = (
+            RIGHT
+            if not wrong
+            else (f"Not quite: {wrong} of {len(found)} answers differ from the experimenter's.")
+        )
+        return {"message": message, "training": True, "correct": not wrong, "fields": results}
 
     # -- quality control ---------------------------------------------------------------------
     gold_threshold: ClassVar[float] = 0.5
@@ -199,13 +260,15 @@ class FormHit(HitType):
     def describe_answer(
         self, answer: Mapping[str, Any], content: Mapping[str, Any], config: Mapping[str, Any]
     ) -> str:
-        return describe_values(answer.get("fields") or {}, fields_of(content, config))
+        fields = fields_of(content, config)
+        return describe_values(answer.get("fields") or {}, fields, content.get("attachments"))
 
     def describe_expected(
         self, expected: Mapping[str, Any], content: Mapping[str, Any], config: Mapping[str, Any]
     ) -> str | None:
         wanted = expected.get("expected") or {}
-        return describe_values(wanted, fields_of(content, config)) if wanted else None
+        fields = fields_of(content, config)
+        return describe_values(wanted, fields, content.get("attachments")) if wanted else None
 
     def chars_shown(self, content: Mapping[str, Any], answer: Mapping[str, Any]) -> int:
         return sum(
@@ -249,28 +312,52 @@ class FormHit(HitType):
         return export.export(rows, fmt, handle)
 
 
-def describe_values(values: Mapping[str, Any], fields: list[dict[str, Any]]) -> str:
+def field_words(
+    field: Mapping[str, Any],
+    value: Any,
+    attachments: list[Mapping[str, Any]] | None = None,
+    tolerance: float = 0,
+) -> str | None:
+    """One field's answer (or expected value) in the worker's terms: choice labels, ranked
+    things best first; None for no answer. A tolerance says how far off still counts."""
+    if value is None:
+        return None
+    kind = field.get("type")
+    if kind == "rating" and is_int(value):
+        low, high = field["scale"]
+        words = f"{value}/{high}" if low in (0, 1) else f"{value} ({low} to {high})"
+        return words + (f", give or take {tolerance:g}" if tolerance else "")
+    if kind == "rank":
+        names = thing_names(field, attachments or [])
+
+        def name(index: Any) -> str:
+            return names[index] if is_int(index) and 0 <= index < len(names) else str(index)
+
+        if is_int(value):  # a gold promoted from labels keeps only the top index
+            return f"{name(value)} first"
+        if isinstance(value, list):
+            words = " > ".join(name(index) for index in value)
+            swaps = f", up to {tolerance:g} pairs swapped" if tolerance else ""
+            return words + swaps
+    if kind == "category" or isinstance(value, list):
+        labels = {c["value"]: c["label"] for c in field.get("choices") or []}
+        chosen = value if isinstance(value, list) else [value]
+        return ", ".join(labels.get(value_text(v), value_text(v)) for v in chosen) or "none"
+    text = str(value)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def describe_values(
+    values: Mapping[str, Any],
+    fields: list[dict[str, Any]],
+    attachments: list[Mapping[str, Any]] | None = None,
+) -> str:
     """Field answers as a reviewer reads them, e.g. "quality: 4/5 · topic: sports, news"."""
     by_id = {field["id"]: field for field in fields}
+    declared = [name for name in by_id if name in values]
     parts = []
-    names = [name for name in by_id if name in values]
-    for name in names + [name for name in values if name not in by_id]:
-        value, field = values[name], by_id.get(name, {})
-        if value is None:
-            continue
-        if field.get("type") == "rating":
-            low, high = field["scale"]
-            parts.append(
-                f"{name}: {value}" + (f"/{high}" if low in (0, 1) else f" ({low} to {high})")
-            )
-        elif isinstance(value, list) and field.get("type") == "rank":
-            things = field.get("choices")
-            names = [things[i]["label"] if things else f"attachment {i + 1}" for i in value]
-            parts.append(f"{name}: " + " > ".join(names))
-        elif isinstance(value, list):
-            labels = {c["value"]: c["label"] for c in field.get("choices") or []}
-            parts.append(f"{name}: " + (", ".join(labels.get(v, str(v)) for v in value) or "none"))
-        else:
-            text = str(value)
-            parts.append(f"{name}: " + (text if len(text) <= 80 else text[:79] + "…"))
+    for name in declared + [name for name in values if name not in by_id]:
+        words = field_words(by_id.get(name, {}), values[name], attachments)
+        if words is not None:
+            parts.append(f"{name}: {words}")
     return " · ".join(parts) or "no answer"

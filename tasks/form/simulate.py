@@ -10,8 +10,9 @@ noisy) answer an attention check as it asks (its `expected`); the others do not.
 - random_clicker: any valid answer, without reading (skips optional fields half the time);
 - attention_failer: answers real items like a careful worker but never reads what an
   attention check asks.
-The page's rules hold for every kind (only shown fields, min/max choices, lengths), so every
-simulated answer goes through the worker API as a page's would.
+The page's rules hold for every kind (only shown fields, min/max choices, lengths, a rank
+sent as positions in the order the view shows its things), so every simulated answer goes
+through the worker API as a page's would.
 """
 
 from __future__ import annotations
@@ -51,6 +52,17 @@ class Truth:
 
     values: Mapping[str, Any] = field(default_factory=dict)
     attention: Mapping[str, Any] = field(default_factory=dict)
+
+
+def shown_positions(fields: list[Mapping[str, Any]], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The answers as the page sends them: a rank (declared indexes best first) as positions
+    in the order the view showed its things."""
+    sent = dict(values)
+    for spec in fields:
+        order = spec.get("order")
+        if spec["type"] == "rank" and isinstance(sent.get(spec["id"]), list) and order:
+            sent[spec["id"]] = [order.index(index) for index in sent[spec["id"]]]
+    return sent
 
 
 def item_key(contents: list[str]) -> str:
@@ -103,7 +115,7 @@ class FormSimulator(Simulator):
             value = self.answer(spec, wanted, behaviour, rng, attachments)
             if value is not None:
                 values[name] = value
-        return {"fields": values}
+        return {"fields": shown_positions(task["fields"], values)}
 
     def answer(
         self,

@@ -83,6 +83,19 @@ GOOD = {
 }
 
 
+def positions(view: dict[str, Any], field_id: str, indexes: list[int]) -> list[int]:
+    """A ranking of declared indexes as the page sends it: positions in the shown order."""
+    (field,) = [f for f in view["task"]["fields"] if f["id"] == field_id]
+    return [field["order"].index(index) for index in indexes]
+
+
+def as_shown(view: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    """The sample's answer with its rank (declared indexes) as the page would send it."""
+    if fields.get("strengths") is None:
+        return fields
+    return {**fields, "strengths": positions(view, "strengths", fields["strengths"])}
+
+
 def test_a_worker_answers_a_form_and_bad_answers_are_refused_naming_the_field(
     client: FlaskClient, auth: dict[str, str], db: Database
 ) -> None:
@@ -104,6 +117,13 @@ def test_a_worker_answers_a_form_and_bad_answers_are_refused_naming_the_field(
         "strengths",
     ]
     assert task["fields"][2]["show_if"] == {"field": "problems", "in": ["other"]}
+    # The rank's things come in this assignment's start order; answers name positions in it.
+    declared = [c["value"] for c in sample_config()["fields"][3]["choices"]]
+    order = task["fields"][3]["order"]
+    assert sorted(order) == [0, 1, 2]
+    assert [c["value"] for c in task["fields"][3]["choices"]] == [declared[i] for i in order]
+    reloaded = client.get(f"/api/work/assignments/{view['assignment_id']}", headers=who)
+    assert reloaded.get_json()["task"]["fields"][3] == task["fields"][3]
     assert task["instructions"].startswith("Each task shows")
     assert not keys(view) & SECRET_KEYS
     assert not any(secret in json.dumps(view) for secret in SECRET_VALUES)
@@ -125,9 +145,11 @@ def test_a_worker_answers_a_form_and_bad_answers_are_refused_naming_the_field(
         ({**GOOD, "strengths": [0, 0, 1]}, "fields.strengths", "indexes 0 to 2"),
         ({**GOOD, "strengths": [0, 1]}, "fields.strengths", "indexes 0 to 2"),
         ({**GOOD, "colour": "red"}, "fields.colour", "no such field"),
+        ({**GOOD, "strengths": None}, "fields.strengths", "required"),
+        ({k: v for k, v in GOOD.items() if k != "strengths"}, "fields.strengths", "required"),
     ]
     for fields, where, message in bad:
-        reply = send(client, who, view, {"fields": fields})
+        reply = send(client, who, view, {"fields": as_shown(view, fields)})
         assert reply.status_code == 422, (fields, reply.get_json())
         assert reply.get_json()["field"] == where, reply.get_json()
         assert message in reply.get_json()["error"], reply.get_json()
@@ -137,7 +159,7 @@ def test_a_worker_answers_a_form_and_bad_answers_are_refused_naming_the_field(
     assert send(client, who, view, {"rating": 3}).get_json()["field"] == "rating"
     with db.session() as session:
         assert session.scalars(select(Response)).all() == []  # nothing stored by refusals
-    done = send(client, who, view, {"fields": GOOD})
+    done = send(client, who, view, {"fields": as_shown(view, GOOD)})
     assert done.status_code == 200, done.get_json()
     assert done.get_json()["feedback"] == {"message": "Thank you! Your answers are saved."}
     again = send(client, who, view, {"fields": {**GOOD, "faithfulness": 1}})  # a retry
@@ -153,6 +175,7 @@ def test_a_worker_answers_a_form_and_bad_answers_are_refused_naming_the_field(
             }
         }
         assert [event["type"] for event in response.events] == ["show", "submit"]
+        assert response.events[0]["orders"] == {"strengths": order}
         assert response.score is None
     assert next_view(client, who, study_id)["done"] is True
 
@@ -210,8 +233,13 @@ def test_items_with_their_own_fields_in_a_study_without_any(
     view = next_view(client, who, study_id)
     assert [f["id"] for f in view["task"]["fields"]] == ["best", "note"]
     assert view["task"]["attachments"][1] == {"type": "html", "content": "<p>second</p>"}
+    (best,) = [f for f in view["task"]["fields"] if f["id"] == "best"]
+    assert sorted(best["order"]) == [0, 1] and "choices" not in best  # the attachments
     assert send(client, who, view, {"fields": {"best": [0, 1, 2]}}).status_code == 422
-    assert send(client, who, view, {"fields": {"best": [1, 0]}}).status_code == 200
+    assert (
+        send(client, who, view, {"fields": {"best": positions(view, "best", [1, 0])}}).status_code
+        == 200
+    )
     with db.session() as session:
         (response,) = session.scalars(select(Response)).all()
         assert response.answer == {"fields": {"best": [1, 0], "note": None}}
@@ -351,3 +379,28 @@ def test_form_items_upload_as_csv_with_numbered_attachment_columns(
             "tolerance": {"faithfulness": 1},
         }
         assert gold.meta == {"group": "good"}
+
+
+def test_each_assignment_draws_the_rank_order_and_the_simulator_answers_in_it() -> None:
+    """The simulator reads the view it is given, so it sends a rank as positions in the shown
+    order like a page, and the stored answer is the ranking it meant."""
+    import random
+
+    from tasks.form.simulate import FormSimulator, Truth
+    from tests.tasks.form_helpers import HIT, NOW
+
+    study = HIT.validate_config(sample_config()).to_config()
+    content = HIT.validate_item(records("items.jsonl")[0]).content
+    meant = {"faithfulness": 3, "problems": ["missing"], "strengths": [2, 0, 1]}
+    truth = Truth(attention=meant)  # a careful reader gives a check exactly what it asks
+    seen = set()
+    for seed in range(30):
+        started = HIT.start(content, NOW, study)
+        task = HIT.view(content, started.progress, study)
+        seen.add(tuple(task["fields"][3]["order"]))
+        action = FormSimulator().act("careful", random.Random(seed), task, truth)
+        stored = HIT.step(content, started.progress, action, NOW, study).answer
+        assert stored is not None and stored["fields"]["strengths"] == [2, 0, 1]
+        shown = [task["fields"][3]["choices"][p]["value"] for p in action["fields"]["strengths"]]
+        assert shown == ["clarity", "accuracy", "brevity"]
+    assert len(seen) > 1  # not one order for everyone

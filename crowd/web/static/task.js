@@ -50,6 +50,7 @@
       const error = new Error(friendly(response.status, data));
       error.status = response.status;
       error.detail = data.error;
+      error.field = data.field;
       throw error;
     }
     return data;

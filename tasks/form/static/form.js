@@ -1,7 +1,10 @@
 // The form HIT page: the item's attachments and the fields the server's view declares,
 // generated here (never the expected answers: the view holds none). Conditional fields
 // (show_if) appear and disappear as the worker answers; only shown fields are sent. Nothing is
-// stored until "Submit answers", which sends every answer at once.
+// stored until "Submit answers", which sends every answer at once. A rank starts in an order
+// the server drew for this assignment and is sent as positions in it; it counts as answered
+// once the worker moved a line or ticked "This order is right". Training items come back
+// with what was expected of each field.
 (function () {
   "use strict";
   let current = null;
@@ -50,9 +53,11 @@
   }
 
   // -- fields ----------------------------------------------------------------------------
+  // The things a rank orders, in the view's start order (field.order: the declared index
+  // at each position; choices already come in that order).
   function rankThings(field, attachments) {
     if (field.choices) { return field.choices.map((choice) => choice.label); }
-    return attachments.map((attachment, index) => attachmentName(attachment, index));
+    return field.order.map((index) => attachmentName(attachments[index], index));
   }
 
   function build(field, index, attachments) {
@@ -167,16 +172,24 @@
       const rows = Array.from(list.children);
       const at = rows.indexOf(row) + by;
       if (at < 0 || at >= rows.length) { return; }
+      part.touched = true;
       if (by < 0) { list.insertBefore(row, rows[at]); } else { list.insertBefore(rows[at], row); }
       refresh();
       status.textContent = row.querySelector(".rank-label").textContent + ": now " + (at + 1) + " of " + rows.length + ".";
       // Keep the keyboard on the moved line: the same button, or the other one at an end.
       (pressed.disabled ? other : pressed).focus();
     }
+    // The start order is random: an order left as it came is no answer unless confirmed.
+    const confirm = el("input", { type: "checkbox", id: part.key + "-confirm", class: "rank-confirm" });
+    part.touched = false;
     refresh();
     part.box.appendChild(list);
     part.box.appendChild(status);
-    part.value = () => Array.from(list.children).map((row) => Number(row.dataset.index));
+    part.box.appendChild(el("label", { class: "choice rank-ok", for: part.key + "-confirm" },
+      [confirm, el("span", { text: "This order is right" })]));
+    part.value = () => (part.touched || confirm.checked
+      ? Array.from(list.children).map((row) => Number(row.dataset.index))
+      : null);
   }
 
   // -- conditions and answers ------------------------------------------------------------
@@ -201,6 +214,9 @@
 
   function problem(part, value) {
     const field = part.field;
+    if (value === null && field.required && field.type === "rank") {
+      return "Move a line to put them in order, or tick \u201cThis order is right\u201d if it already is.";
+    }
     if (value === null) { return field.required ? "Please answer this question." : ""; }
     if (field.type === "category" && value.length < field.min_choices) { return categoryRule(field); }
     if (field.type === "category" && value.length > field.max_choices) { return categoryRule(field); }
@@ -220,11 +236,29 @@
     answers();
     show("task");
   }
+  // A training item's feedback: per expected field, what was expected and what was given.
+  function renderTraining(feedback) {
+    const list = $("training-result");
+    list.replaceChildren();
+    const results = feedback.training === true ? feedback.fields || [] : [];
+    list.hidden = results.length === 0;
+    for (const result of results) {
+      list.appendChild(el("li", { class: result.matched ? "matched" : "differs" }, [
+        el("strong", { text: result.title }),
+        el("span", { class: "verdict", text: result.matched ? " \u2714 Matches" : " \u2716 Differs" }),
+        el("span", { class: "expected", text: "Expected: " + result.expected }),
+        el("span", { class: "given", text: "Your answer: " + result.given }),
+      ]));
+    }
+  }
+
   function render(view) {
     current = view;
     if (view.done) { $("done-message").textContent = view.message || "Done: thank you!"; show("done"); return; }
     if (view.feedback) {
-      $("thanks").textContent = view.feedback.message; show("feedback"); setBusy(false);
+      $("thanks").textContent = view.feedback.message;
+      renderTraining(view.feedback);
+      show("feedback"); setBusy(false);
       crowdTask.refocus($("next"));
       return;
     }
@@ -271,7 +305,21 @@
     }
     page.submit(
       () => page.post(current, "step", { step: current.task.step, fields: sent }),
-      (error) => { if (error.status === 422 && error.detail) { error.message = "The server refused an answer: " + error.detail; } },
+      (error) => {
+        if (error.status !== 422 || !error.detail) { return; }
+        error.message = "The server refused an answer: " + error.detail;
+        // The error names the field as "fields.<id>": mark that question as the page would.
+        const id = typeof error.field === "string" && error.field.startsWith("fields.") ? error.field.slice(7) : null;
+        const part = fields.find((candidate) => candidate.field.id === id);
+        if (part) {
+          // The server's words start with the path ("fields.<id>: ..."); the question is named.
+          const own = error.field + ": ";
+          part.error.textContent = error.detail.startsWith(own) ? error.detail.slice(own.length) : error.detail;
+          part.box.classList.add("invalid");
+          const target = part.box.querySelector("input:not(:disabled), textarea, button:not(:disabled)");
+          if (target) { target.focus(); }
+        }
+      },
     );
   });
 
