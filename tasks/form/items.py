@@ -57,12 +57,15 @@ KINDS_WITH_EXPECTED = ("gold", "training", "attention")
 
 def sanitise_html(html: str) -> str:
     """HTML with only the allowed tags; links keep an absolute http(s)/mailto href and get
-    rel="noopener noreferrer"; scripts, styles, event handlers and javascript: URLs go."""
+    target="_blank" with rel="noopener noreferrer"; scripts, styles, event handlers and
+    javascript: URLs go."""
     return nh3.clean(
         html,
         tags=set(HTML_TAGS),
         attributes={tag: set(names) for tag, names in HTML_ATTRIBUTES.items()},
         link_rel="noopener noreferrer",
+        # A link opens beside the task, so following it never leaves the worker's page.
+        set_tag_attribute_values={"a": {"target": "_blank"}},
         url_schemes=set(URL_SCHEMES),
         # A relative link would point into this site (its API), never at the item's source.
         url_relative="deny",

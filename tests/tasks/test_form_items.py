@@ -55,7 +55,7 @@ def test_html_is_sanitised_on_upload() -> None:
     raw = (
         '<p onclick="steal()">Hello <b>bold</b><script>alert(1)</script></p>'
         '<img src=x onerror="alert(2)"><a href="javascript:alert(3)">bad link</a>'
-        '<a href="https://example.org/x" target="_blank">good link</a><a href="/api/x">here</a>'
+        '<a href="https://example.org/x" target="_self">good link</a><a href="/api/x">here</a>'
         '<iframe src="https://evil.example"></iframe><style>p{display:none}</style>'
         '<table><tr><td style="color:red">cell</td></tr></table><div>plain</div>'
     )
@@ -70,13 +70,16 @@ def test_html_is_sanitised_on_upload() -> None:
         "<img",
         "<iframe",
         "style",
-        "target",
+        "_self",
         "/api/x",
         "<div",
     ):
         assert gone not in clean, gone
     assert "<p>Hello <b>bold</b></p>" in clean
-    assert '<a href="https://example.org/x" rel="noopener noreferrer">good link</a>' in clean
+    assert (
+        '<a href="https://example.org/x" target="_blank" rel="noopener noreferrer">good link</a>'
+        in clean
+    )
     assert "<td>cell</td>" in clean and "plain" in clean
     assert sanitise_html(clean) == clean
     with pytest.raises(InvalidItem) as error:
@@ -295,6 +298,11 @@ def test_reviewers_read_answers_in_the_fields_terms() -> None:
     )
     described = HIT.describe_expected({"expected": {"faithfulness": 2}}, content, config)
     assert described == "faithfulness: 2/5"
+    # A gold promoted from labels keeps a rank's top index: named by its label.
+    promoted = HIT.expected_from_labels({"strengths": 2, "problems": "missing|other"})
+    assert HIT.describe_expected(promoted, content, config) == (
+        "problems: It leaves out a key point, Something else · strengths: Clarity first"
+    )
 
 
 def test_answers_from_elsewhere_are_checked_like_a_workers_but_may_skip_fields() -> None:
