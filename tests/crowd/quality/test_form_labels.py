@@ -141,6 +141,15 @@ def test_each_field_of_a_form_study_is_aggregated_on_its_own(
         assert skills["best"]["sim:w3"] > 0.9, method
         assert skills["quality"]["sim:w3"] < 0.5 < skills["quality"]["sim:w0"], method
     assert stored["majority_vote"]["skills_by_question"]["quality"]["sim:w3"] == 0.0
+    # The API gives both, as stored and as summarised.
+    url = f"/api/studies/{study_id}/aggregations"
+    posted = client.post(url, json={"methods": ["dawid_skene"]}, headers=auth)
+    assert posted.status_code == 201, posted.get_json()
+    assert posted.get_json()["summary"]["dawid_skene"]["question_errors"] == {}
+    got = client.get(url, headers=auth)
+    assert got.status_code == 200, got.get_json()
+    reply = got.get_json()["aggregations"]["dawid_skene"]
+    assert reply["skills_by_question"] == stored["dawid_skene"]["skills_by_question"]
 
 
 def test_a_field_the_method_cannot_fit_is_named_and_the_others_still_aggregate() -> None:
