@@ -21,6 +21,7 @@ A task's `instruction`, where no field title carries it, is shown as the first a
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -193,6 +194,53 @@ def expected_choice(choices: Sequence[str] | None, expected: Mapping[str, Any]) 
     if isinstance(choice, str) and choice in choices:
         return {CHOICE_FIELD: [choice]}
     raise ValidationError(f"must be one of the choices {list(choices)} (or its index)", where)
+
+
+# -- errors ----------------------------------------------------------------------------------
+# Where import_items names the item a task becomes; request_path turns the rest into the
+# request's own names.
+ITEM = "item"
+_ITEM_PATH = re.compile(r"^item(?: [^.\[]+)?(?P<rest>.*)$")
+_PART = re.compile(r"^\.(?P<key>attachments|fields)\[(?P<index>\d+)\](?P<rest>.*)$")
+# A form field's keys as Scale's TextCollection fields name them.
+_SCALE_KEYS = {"id": "field_id", "help": "description"}
+
+
+def request_path(
+    where: str | None, task_type: str, params: Mapping[str, Any], content: Mapping[str, Any]
+) -> str | None:
+    """Where in the Scale request a problem of its form item lies: `item.fields[0].id` is
+    `fields[0].field_id`, `item.attachments[1].content` is `attachments[0].content` when the
+    instruction is shown as attachment 0; None where the request has no such field."""
+    matched = _ITEM_PATH.match(where or "")
+    if matched is None:
+        return None
+    rest = matched["rest"]
+    if rest in (".fields", ".attachments"):
+        return rest[1:]
+    if rest.startswith(".expected"):
+        return "expected_response" + rest.removeprefix(".expected")
+    part = _PART.match(rest)
+    if part is None:
+        return None
+    index, rest = int(part["index"]), part["rest"]
+    if part["key"] == "attachments":
+        index -= len(content.get("attachments") or []) - len(params.get("attachments") or [])
+        if index < 0:
+            return "instruction"
+        if task_type == "textcollection":
+            return f"attachments[{index}]{rest}"
+        return "attachment_type" if rest == ".type" else f"attachments[{index}]"
+    if task_type == "textcollection":
+        key, _, tail = rest[1:].partition(".")
+        named = _SCALE_KEYS.get(key, key)
+        return f"fields[{index}]" + (f".{named}" if named else "") + (f".{tail}" if tail else "")
+    declared = (content.get("fields") or [])[index : index + 1]
+    if declared and declared[0]["id"] == CHOICE_FIELD and params.get("choices"):
+        if rest.startswith(".choices["):
+            return rest[1:].split("]")[0] + "]"
+        return "instruction" if rest == ".title" else "choices"
+    return f"fields.{declared[0]['id']}" if declared else "fields"
 
 
 # -- responses -------------------------------------------------------------------------------

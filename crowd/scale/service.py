@@ -22,8 +22,21 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from crowd.exceptions import AlreadyExists, InvalidConfig, NotFound, ValidationError
-from crowd.scale.params import TEXTCOLLECTION, parse_task, project_params, request_hash
+from crowd.exceptions import (
+    AlreadyExists,
+    InvalidConfig,
+    InvalidItem,
+    NotFound,
+    ValidationError,
+)
+from crowd.scale import forms
+from crowd.scale.params import (
+    TEXTCOLLECTION,
+    TaskRequest,
+    parse_task,
+    project_params,
+    request_hash,
+)
 from crowd.storage import (
     Experimenter,
     Item,
@@ -339,7 +352,7 @@ def create_task(
     try:
         # One savepoint for the item and the task: a unique_id taken meanwhile leaves no item.
         with session.begin_nested():
-            studies.import_items(session, project.study, [request.item_record(task_id, kind)])
+            _import(session, project, request, task_id, kind)
             item = session.scalar(
                 select(Item).where(Item.study_id == project.study_id, Item.external_id == task_id)
             )
@@ -382,6 +395,18 @@ def create_task(
             raise
         return _same_or_conflict(existing, fingerprint)
     return task
+
+
+def _import(
+    session: Session, project: ScaleProject, request: TaskRequest, task_id: str, kind: ItemKind
+) -> None:
+    """The task's item; a refused item names the field of the request, not of the item."""
+    try:
+        studies.import_items(session, project.study, [request.item_record(task_id, kind)],
+                             where=lambda _: forms.ITEM)  # fmt: skip
+    except InvalidItem as error:
+        where = forms.request_path(error.where, request.type, request.params, request.content)
+        raise ValidationError(error.message, where) from None
 
 
 def get_task(

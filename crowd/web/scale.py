@@ -114,13 +114,27 @@ def _error(status: int, message: str, kind: str, problems: list[FieldProblem] | 
     return reply
 
 
+# pydantic names the member of a discriminated union in the location: a TextCollection
+# field's problem is at fields[0].text.field_id, where the request has fields[0].field_id.
+_UNION_TAG = re.compile(r"(fields\[\d+\])\.(?:category|text)(?=[.\[]|$)")
+
+
+def _request_path(where: str | None) -> str | None:
+    return None if where is None else _UNION_TAG.sub(r"\1", where)
+
+
 @bp.errorhandler(CrowdError)
 def crowd_error(error: CrowdError) -> Any:
     # scaleapi knows 400 (invalid request), not 422.
     status = 400 if error.status == 422 else error.status
     kind = getattr(error, "kind", None) or type(error).__name__
-    return _error(status, str(error), kind, getattr(error, "problems", None),
-                  getattr(error, "where", None))  # fmt: skip
+    message, where = str(error), getattr(error, "where", None)
+    if isinstance(error, ValidationError) and where:
+        where = _request_path(where)
+        message = f"{where}: {error.message}"
+    problems = [FieldProblem(field=_request_path(p.field) or p.field, message=p.message)
+                for p in getattr(error, "problems", None) or []]  # fmt: skip
+    return _error(status, message, kind, problems, where)
 
 
 @bp.errorhandler(sqlalchemy.exc.DataError)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -44,6 +45,7 @@ from crowd.scale.params import (
 from crowd.scale.service import MAX_COMMENTS, MAX_PAGE
 from crowd.web.contract import Body
 from models.reward.schedule import MIN_OUTSTANDING
+from tasks.form.config import VALUE_SEPARATOR
 
 MAX_OFFSET = 10**9
 MAX_FILTER_VALUES = 100
@@ -241,7 +243,32 @@ class NewTask(Body):
     )  # fmt: skip
 
 
-FieldName = Annotated[str, Field(min_length=1, max_length=MAX_FIELD_ID, pattern=NON_BLANK)]
+def _field_id(value: Any) -> Any:
+    """A field id as the form takes it (tasks/form/config.py): it keys the answers and a CSV
+    column, so no control characters and no spaces at either end."""
+    if isinstance(value, str) and (
+        value.strip() != value or any(unicodedata.category(c).startswith("C") for c in value)
+    ):
+        raise PydanticCustomError(
+            "field_id", "must have no control characters and no spaces at either end"
+        )
+    return value
+
+
+def _one_value(value: Any) -> Any:
+    if isinstance(value, str) and VALUE_SEPARATOR in value:
+        raise PydanticCustomError(
+            "separator",
+            f"must not contain {VALUE_SEPARATOR!r}: it joins the values of a multi-choice "
+            "answer (give the choice another value, keep the label)",
+        )
+    return value
+
+
+FieldName = Annotated[
+    str, Field(min_length=1, max_length=MAX_FIELD_ID, pattern=r"^\S(.*\S)?$"),
+    BeforeValidator(_field_id),
+]  # fmt: skip
 FieldText = Annotated[str, Field(min_length=1, max_length=MAX_HELP, pattern=NON_BLANK)]
 
 
@@ -303,9 +330,10 @@ class AttachmentObject(Body):
 
 class FieldChoice(Body):
     label: Annotated[str, Field(min_length=1, max_length=MAX_TITLE, pattern=NON_BLANK)]
-    value: Annotated[str, Field(min_length=1, max_length=MAX_NAME)] | int | float | bool = Field(
-        description="answers carry it as text (booleans as true/false)"
-    )
+    value: Annotated[
+        Annotated[str, Field(min_length=1, max_length=MAX_NAME)] | int | float | bool,
+        BeforeValidator(_one_value),
+    ] = Field(description="answers carry it as text (booleans as true/false); no '|'")
     hint: Annotated[str, Field(max_length=MAX_HELP)] | None = None
 
 
