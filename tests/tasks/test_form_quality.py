@@ -47,14 +47,20 @@ def study_config(**qc: Any) -> dict[str, Any]:
 
 
 def answer(
-    client: FlaskClient, who: dict[str, str], view: dict[str, Any], fields: dict[str, Any]
+    client: FlaskClient,
+    who: dict[str, str],
+    view: dict[str, Any],
+    fields: dict[str, Any],
+    sim_seconds: float | None = None,
 ) -> dict[str, Any]:
-    """Send a form answer, the rank given as declared indexes and sent as shown positions."""
+    """Send a form answer, the rank given as declared indexes and sent as shown positions
+    (`sim_seconds`: the simulated time it took, to keep clear of the too-fast rule)."""
     sent = dict(fields)
     if "strengths" in sent:
         order = view["task"]["fields"][3]["order"]
         sent["strengths"] = [order.index(index) for index in sent["strengths"]]
-    reply = send(client, who, view, {"fields": sent})
+    timed = {} if sim_seconds is None else {"sim_seconds": sim_seconds}
+    reply = send(client, who, view, {"fields": sent, **timed})
     assert reply.status_code == 200, reply.get_json()
     return dict(reply.get_json())
 
