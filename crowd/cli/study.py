@@ -215,7 +215,8 @@ def import_annotations(
     "seconds", "explanation", "reasons"}. CSV: columns worker, item (and optionally
     rater_group, created_at, seconds, explanation, reasons); the other columns are the
     answer, e.g. guess (boundary), one column per attribute or attribute + rating (Likert),
-    best (comparison). The study's QC rules judge the imported raters too.
+    best (comparison), field:<id> or <id> per field (form; choices joined by |, rankings
+    by >). The study's QC rules judge the imported raters too.
     """
     from crowd.studies.annotations import import_file
 

@@ -75,8 +75,8 @@ ANNOTATIONS = Media(
     types=("application/x-ndjson", "text/csv"),
     description="the file as it is, in the layout ?format= names: JSON lines {worker, item, "
     "answer, rater_group?, created_at?, explanation?, reasons?}; CSV with columns worker, "
-    "item, the answer's fields (or attribute and rating), rater_group?, created_at?, "
-    "explanation?, reasons?; or the public RoFT release's CSV",
+    "item, the answer's fields (or attribute and rating; a form's field:<id> or <id>), "
+    "rater_group?, created_at?, explanation?, reasons?; or the public RoFT release's CSV",
 )
 EXPORT = Media(
     types=("application/x-ndjson", "text/csv"),
