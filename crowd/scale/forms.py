@@ -27,19 +27,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from crowd.exceptions import ValidationError
+from tasks.form.config import value_text
 
 CHOICE_FIELD = "choice"
 MAX_TITLE = 500  # a form field's title
 MAX_ATTACHMENTS = 10  # a form item's
 ATTACHMENT_TYPES = ("text", "image", "html")
 Answer = Mapping[str, Any]  # a stored form answer: {"fields": {field_id: value}}
-
-
-def value_text(value: Any) -> str:
-    """A choice value as the form stores it: text (booleans as true/false)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 # -- requests --------------------------------------------------------------------------------

@@ -469,7 +469,8 @@ def audit_task(
 
 
 def task_json(task: ScaleTask) -> dict[str, Any]:
-    """The task object in Scale's shape, with where it lives here under `crowd`."""
+    """The task object in Scale's shape, with where it lives here under `crowd` (a reply puts
+    a TextCollection response in field order: in_field_order)."""
     data: dict[str, Any] = {
         "task_id": task.task_id,
         "type": task.type,
@@ -501,7 +502,7 @@ def task_json(task: ScaleTask) -> dict[str, Any]:
         data["completed_at"] = timestamp(task.completed_at)
     if task.response is not None:
         data["response"] = task.response
-    return in_field_order(data)
+    return data
 
 
 def in_field_order(task: dict[str, Any]) -> dict[str, Any]:

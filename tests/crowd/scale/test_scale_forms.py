@@ -166,29 +166,32 @@ def test_projects_choose_their_study_hit_type() -> None:
 def test_an_item_problem_is_named_by_the_field_of_the_scale_request() -> None:
     fields = [{"type": "text", "field_id": "Keyword Feedback", "title": "Why?",
                "description": "A few words"}]  # fmt: skip
-    params = {"attachments": [{"type": "text", "content": "x"}], "fields": fields}
-    content = forms.textcollection_item("Read it.", params["attachments"], fields)
-    assert len(content["attachments"]) == 2  # the instruction is shown first
-
-    def textcollection(where: str) -> str | None:
-        return forms.request_path(where, "textcollection", params, content)
-
-    assert textcollection("item.fields[0].id") == "fields[0].field_id"
-    assert textcollection("item.fields[0].help") == "fields[0].description"
-    assert textcollection("item.fields[0].choices[2].value") == "fields[0].choices[2].value"
-    assert textcollection("item.fields") == "fields"
-    assert textcollection("item.attachments[1].content") == "attachments[0].content"
-    assert textcollection("item.attachments[0].content") == "instruction"
-    assert textcollection("item abc.expected.x") == "expected_response.x"
-    assert textcollection("item.meta") is None and textcollection("line 1.fields") is None
-    choices = {"attachments": ["a", "b"], "choices": ["yes", "no"], "fields": {"why": "Why?"}}
-    shown = forms.comparison_item("Funny?", ["a", "b"], "text", ["yes", "no"], {"why": "Why?"})
-
-    def comparison(where: str) -> str | None:
-        return forms.request_path(where, "comparison", choices, shown)
-
-    assert comparison("item.fields[0].choices[1].value") == "choices[1]"
-    assert comparison("item.fields[0].title") == "instruction"
-    assert comparison("item.fields[1].title") == "fields.why"
-    assert comparison("item.attachments[1].content") == "attachments[1]"
-    assert comparison("item.attachments[0].type") == "attachment_type"
+    form: dict[str, Any] = {"attachments": [{"type": "text", "content": "x"}], "fields": fields}
+    compared: dict[str, Any] = {"attachments": ["a", "b"], "choices": ["yes", "no"],
+                                "fields": {"why": "Why?"}}  # fmt: skip
+    tasks: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+        # The instruction is shown as the first attachment of the TextCollection item.
+        "textcollection": (form, forms.textcollection_item("Read it.", form["attachments"],
+                                                           fields)),
+        "comparison": (compared, forms.comparison_item("Funny?", ["a", "b"], "text",
+                                                       ["yes", "no"], {"why": "Why?"})),
+    }  # fmt: skip
+    cases = [
+        ("textcollection", "item.fields[0].id", "fields[0].field_id"),
+        ("textcollection", "item.fields[0].help", "fields[0].description"),
+        ("textcollection", "item.fields[0].choices[2].value", "fields[0].choices[2].value"),
+        ("textcollection", "item.fields", "fields"),
+        ("textcollection", "item.attachments[1].content", "attachments[0].content"),
+        ("textcollection", "item.attachments[0].content", "instruction"),
+        ("textcollection", "item abc.expected.x", "expected_response.x"),
+        ("textcollection", "item.meta", None),
+        ("textcollection", "line 1.fields", None),
+        ("comparison", "item.fields[0].choices[1].value", "choices[1]"),
+        ("comparison", "item.fields[0].title", "instruction"),
+        ("comparison", "item.fields[1].title", "fields.why"),
+        ("comparison", "item.attachments[1].content", "attachments[1]"),
+        ("comparison", "item.attachments[0].type", "attachment_type"),
+    ]
+    for task_type, where, named in cases:
+        params, content = tasks[task_type]
+        assert forms.request_path(where, task_type, params, content) == named, where

@@ -19,7 +19,7 @@ from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from crowd.storage import Database, Item, ItemKind, Study
 from examples.scale_rl_loop import CallbackReceiver
-from tests.crowd.web.test_scale_api import Crowd
+from tests.crowd.web.test_scale_api import Crowd, publish
 
 # What HELM's ScaleCritiqueClient sends: category fields with numeric values, a text field.
 QUESTIONS = ["Helpfulness", "Harmlessness"]
@@ -38,30 +38,10 @@ def scale(live_server: Any, api_key: str) -> ScaleClient:
     return ScaleClient(api_key, api_instance_url=f"{live_server.url}/v1")
 
 
-class FormCrowd:
-    """Sim workers on the live server's worker API: join, next, send the form's fields."""
+class FormCrowd(Crowd):
+    """Sim workers on the live server's worker API who send the form's fields."""
 
-    def __init__(self, base: str, api_key: str) -> None:
-        self.base, self.api_key = base, api_key
-        self.tokens: dict[str, str] = {}
-
-    def _headers(self, name: str) -> dict[str, str]:
-        if name not in self.tokens:
-            reply = requests.post(f"{self.base}/api/work/join",
-                                  json={"provider": "sim", "external_id": name},
-                                  headers={"Authorization": f"Bearer {self.api_key}"})  # fmt: skip
-            assert reply.status_code == 201, reply.text
-            self.tokens[name] = reply.json()["worker_token"]
-        return {"X-Crowd-Worker": self.tokens[name]}
-
-    def next(self, name: str, study_id: int) -> dict[str, Any]:
-        reply = requests.post(f"{self.base}/api/work/studies/{study_id}/next", json={},
-                              headers=self._headers(name))  # fmt: skip
-        assert reply.status_code in (200, 201), reply.text
-        data: dict[str, Any] = reply.json()
-        return data
-
-    def answer(self, name: str, study_id: int, fields: dict[str, Any]) -> dict[str, Any] | None:
+    def fill(self, name: str, study_id: int, fields: dict[str, Any]) -> dict[str, Any] | None:
         """Answer the next item with these fields; returns the page's task (None: no work)."""
         view = self.next(name, study_id)
         if view.get("done"):
@@ -70,16 +50,10 @@ class FormCrowd:
         reply = requests.post(
             f"{self.base}/api/work/assignments/{view['assignment_id']}/step",
             json={"step": task["step"], "fields": fields, "sim_seconds": 20.0},
-            headers=self._headers(name),
+            headers=self.join(name),
         )
         assert reply.status_code == 200, reply.text
         return task
-
-
-def publish(base: str, api_key: str, study_id: int) -> None:
-    reply = requests.post(f"{base}/api/studies/{study_id}/publish", json={"providers": ["sim"]},
-                          headers={"Authorization": f"Bearer {api_key}"})  # fmt: skip
-    assert reply.status_code == 200, reply.text
 
 
 def helm_task(scale: ScaleClient, batch: str, output: str, respondents: int = 2) -> Any:
@@ -154,7 +128,7 @@ def test_textcollection_tasks_complete_with_every_respondents_answers(
     for worker, (helpful, harmless, why) in {"w1": (3, 4, "clear"), "w2": (4, 4, "right"),
                                               "w3": (0, 1, "wrong")}.items():  # fmt: skip
         for _ in range(2):
-            page = crowd.answer(worker, study_id, {
+            page = crowd.fill(worker, study_id, {
                 "Helpfulness": [str(helpful)], "Harmlessness": [harmless],
                 "Keyword Feedback": f"  {why} "})  # fmt: skip
             if page is not None:
@@ -224,14 +198,14 @@ def test_a_comparison_answers_with_one_of_its_choices(
         assert scale.cancel_task(canceled.id).status == "canceled"
         publish(live_server.url, api_key, study_id)
         crowd = FormCrowd(live_server.url, api_key)
-        page = crowd.answer("w1", study_id, {"choice": ["3"], "why": "the first three"})
+        page = crowd.fill("w1", study_id, {"choice": ["3"], "why": "the first three"})
         assert page is not None
         assert [a["content"] for a in page["attachments"]] == jokes
         assert page["fields"][0]["title"] == "How many jokes are funny?"
         run_worker(settings, burst=True)
         assert scale.get_task(task.id).status == "pending"
-        crowd.answer("w2", study_id, {"choice": ["3"], "why": "1, 2 and 4"})
-        assert crowd.answer("w3", study_id, {"choice": ["1"], "why": "none"}) is None
+        crowd.fill("w2", study_id, {"choice": ["3"], "why": "1, 2 and 4"})
+        assert crowd.fill("w3", study_id, {"choice": ["1"], "why": "none"}) is None
         run_worker(settings, burst=True)
     done = scale.get_task(task.id)
     assert done.status == "completed"
