@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, RootModel, SerializerFunctionWrapHandler, model_serializer
+from pydantic.json_schema import SkipJsonSchema
 
 from crowd.web.contract import FieldProblem, Reply
 from crowd.web.schemas.scale import AttachmentObject, BatchStatus, TaskStatus, TaskType
@@ -93,15 +94,30 @@ class ComparisonResponse(ScaleReply):
     agreement: float = Field(description="the winner's share of them")
 
 
-class ChoiceResponse(ScaleReply):
-    """A completed comparison: the choice most accepted answers gave, and the fields"""
+def _absent(description: str) -> Any:
+    """A key left out where it does not apply, never null: declared without a null or a
+    default (`Absent` keeps None out of the schema; ScaleReply leaves the unset key out)."""
 
-    choice: str | None = Field(default=None, description="the chosen choice (none: no choices)")
-    votes: dict[str, int] | None = Field(default=None, description="accepted answers per choice")
+    def no_default(schema: dict[str, Any]) -> None:
+        schema.pop("default", None)
+
+    return Field(default=None, description=description, json_schema_extra=no_default)
+
+
+Absent = SkipJsonSchema[None]
+
+
+class ChoiceResponse(ScaleReply):
+    """A completed comparison: the choice most accepted answers gave, and the fields (a
+    comparison without choices has only its fields, as Scale's)"""
+
+    choice: str | Absent = _absent("the chosen choice; left out where the task has no choices")
+    votes: dict[str, int] | Absent = _absent("accepted answers per choice; left out likewise")
     responses: int = Field(description="accepted answers in all")
-    agreement: float | None = Field(default=None, description="the choice's share of them")
-    fields: dict[str, str | None] | None = Field(
-        default=None, description="the fields as answered by the first worker who gave the choice"
+    agreement: float | Absent = _absent("the choice's share of them; left out likewise")
+    fields: dict[str, str | None] | Absent = _absent(
+        "the fields as answered by the first worker who gave the choice (without choices: by "
+        "the first worker); left out where the task has no fields"
     )
 
 

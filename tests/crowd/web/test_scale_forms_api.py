@@ -291,3 +291,37 @@ def test_categorization_tasks_are_listed_canceled_and_audited(
     assert scale.get_task(done.id).customer_review_status == "accepted"
     assert [t.id for t in scale.get_tasks(project_name="labels", status=TaskStatus.Canceled)] == [
         tasks[1].id]  # fmt: skip
+
+
+def test_a_comparison_with_only_fields_answers_with_them_alone(
+    scale: ScaleClient, live_server: Any, api_key: str, settings: Settings
+) -> None:
+    created = scale.create_project("notes", TaskType.Comparison, params={
+        "crowd": {"annotations_per_item": 1, "attention_rate": 0.0}})  # fmt: skip
+    study_id = created.as_dict()["study_id"]
+    with CallbackReceiver() as receiver:
+        task = scale.create_task(TaskType.Comparison, project="notes", instruction="Compare.",
+                                 attachments=["a text", "another"], attachment_type="text",
+                                 fields={"why": "What differs?"}, callback_url=receiver.url)
+        publish(live_server.url, api_key, study_id)
+        page = FormCrowd(live_server.url, api_key).fill("w1", study_id, {"why": "the length"})
+        assert page is not None and [f["id"] for f in page["fields"]] == ["why"]
+        run_worker(settings, burst=True)
+    # Scale's comparison response without choices: the fields, and no choice, votes or
+    # agreement keys at all (not nulls), in the task, in listings and in the callback.
+    expected = {"fields": {"why": "the length"}, "responses": 1}
+    assert scale.get_task(task.id).response == expected
+    (listed,) = scale.get_tasks(project_name="notes")
+    assert listed.response == expected
+    (callback,) = receiver.received
+    assert callback.payload["response"] == expected == callback.payload["task"]["response"]
+    raw = requests.get(f"{live_server.url}/v1/task/{task.id}", auth=(api_key, ""))
+    assert '"choice"' not in raw.text and "null" not in raw.text.split('"response"')[1]
+    # And so it is described: optional keys, never null.
+    spec = requests.get(f"{live_server.url}/openapi.json").json()
+    described = spec["components"]["schemas"]["ChoiceResponse"]
+    assert described["required"] == ["responses"]
+    for key in ("choice", "votes", "agreement"):
+        assert "null" not in str(described["properties"][key]), key
+        assert "default" not in described["properties"][key], key
+    assert described["properties"]["fields"]["type"] == "object"
