@@ -5,7 +5,9 @@ first attempt is enqueued on the deliveries queue; `sweep_deliveries` (run by `c
 worker`) enqueues every attempt that is due, including those Redis never took, so a Redis
 outage delays a delivery but never loses it.
 
-Each attempt POSTs the payload as compact JSON with sorted keys. With a secret, it carries
+Each attempt POSTs the payload as compact JSON with sorted keys (or in the order a kind's
+`on_delivery_body` hook gives, e.g. a Scale callback's answers in field order). With a
+secret, it carries
 
     X-Crowd-Signature: t=<unix time>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>
 
@@ -89,6 +91,22 @@ def on_delivery_outcome(kind: str, fn: DeliveryOutcome) -> DeliveryOutcome:
     return fn
 
 
+DeliveryBody = Callable[[dict[str, Any]], dict[str, Any]]
+# kind -> the stored payload with its keys in the order they are sent: for receivers that
+# read meaning into key order, which the stored JSON (PostgreSQL's jsonb) does not keep.
+DELIVERY_BODIES: dict[str, DeliveryBody] = {}
+
+
+def on_delivery_body(kind: str, fn: DeliveryBody) -> DeliveryBody:
+    """Register `fn` to order the payload of each delivery of `kind`; such bodies keep the
+    order `fn` gives instead of sorted keys (the signature covers the bytes sent)."""
+    existing = DELIVERY_BODIES.get(kind)
+    if existing is not None and existing is not fn:
+        raise RegistryError(f"delivery kind {kind!r} already orders its body: {existing!r}")
+    DELIVERY_BODIES[kind] = fn
+    return fn
+
+
 # -- what goes over the wire -------------------------------------------------------------------
 def validate_url(url: Any, where: str = "url") -> str:
     """An http(s) URL with a host, at most MAX_URL characters (local hosts are allowed)."""
@@ -113,8 +131,12 @@ def validate_url(url: Any, where: str = "url") -> str:
     return url
 
 
-def body_of(payload: dict[str, Any]) -> bytes:
-    """The request body: compact JSON with sorted keys (what the signature covers)."""
+def body_of(payload: dict[str, Any], kind: str | None = None) -> bytes:
+    """The request body, what the signature covers: compact JSON with sorted keys, or in the
+    order the kind's body hook gives (on_delivery_body)."""
+    order = DELIVERY_BODIES.get(kind) if kind is not None else None
+    if order is not None:
+        return json.dumps(order(payload), separators=(",", ":"), allow_nan=False).encode()
     return json.dumps(payload, separators=(",", ":"), sort_keys=True, allow_nan=False).encode()
 
 
@@ -181,7 +203,7 @@ def new_delivery(
     if not isinstance(payload, dict):
         raise ValidationError("the payload must be a JSON object (a dict)", "payload")
     try:
-        size = len(body_of(payload))
+        size = len(body_of(payload, kind))
     except (TypeError, ValueError) as error:
         raise ValidationError(f"the payload is not plain JSON: {error}", "payload") from None
     if size > MAX_PAYLOAD:
@@ -430,7 +452,7 @@ def attempt_delivery(delivery_id: int) -> str:
         delivery.attempts += 1
         attempt = delivery.attempts
         delivery.next_attempt_at = now + ATTEMPT_LEASE
-        url, body = delivery.url, body_of(delivery.payload)
+        url, body = delivery.url, body_of(delivery.payload, delivery.kind)
         headers = {
             **delivery.headers,
             "Content-Type": "application/json",

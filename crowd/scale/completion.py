@@ -22,12 +22,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from crowd.delivery.signed import on_delivery_outcome, schedule_delivery
+from crowd.delivery.signed import on_delivery_body, on_delivery_outcome, schedule_delivery
 from crowd.exceptions import ValidationError
 from crowd.quality.standing import left_out_workers
 from crowd.queue.hooks import AFTER_QC, Event, on_event
 from crowd.scale.params import task_response
-from crowd.scale.service import callback_auth_key, task_json
+from crowd.scale.service import callback_auth_key, in_field_order, task_json
 from crowd.storage import (
     Assignment,
     AssignmentState,
@@ -174,6 +174,22 @@ def complete(session: Session, task: ScaleTask, answers: list[dict[str, Any]]) -
 def callback_body(task: ScaleTask) -> dict[str, Any]:
     """What Scale POSTs to a task's callback_url: the task, its response and its id."""
     return {"task": task_json(task), "response": task.response, "task_id": task.task_id}
+
+
+def in_sent_order(payload: dict[str, Any]) -> dict[str, Any]:
+    """A stored callback body as it is sent: a TextCollection response's answers in the
+    order of the task's fields (HELM pairs them by position), which the stored payload
+    loses; the rest as stored."""
+    task = payload.get("task")
+    if not isinstance(task, dict):
+        return payload
+    ordered = in_field_order(task)
+    if "response" in ordered and "response" in payload:
+        return {**payload, "task": ordered, "response": ordered["response"]}
+    return {**payload, "task": ordered}
+
+
+on_delivery_body(CALLBACK_KIND, in_sent_order)
 
 
 def record_callback_outcome(session: Session, delivery: Delivery) -> None:

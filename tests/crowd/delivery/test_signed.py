@@ -20,12 +20,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from crowd.delivery.signed import (
+    DELIVERY_BODIES,
     DELIVERY_HEADER,
     DELIVERY_OUTCOMES,
     SIGNATURE_HEADER,
     attempt_delivery,
     backoff,
     install_after_commit_delivery,
+    on_delivery_body,
     on_delivery_outcome,
     private_address,
     schedule_delivery,
@@ -365,6 +367,32 @@ def test_a_failing_hook_does_not_undo_the_outcome(
     assert len(receiver.received) == 1
     with db.session() as session:
         assert session.scalars(select(AuditEntry)).all() == []
+
+
+def test_a_kind_with_a_body_hook_is_sent_in_its_order_and_signed_as_sent(
+    settings: Settings, db: Database, receiver: Receiver
+) -> None:
+    def answers_in_order(payload: dict[str, Any]) -> dict[str, Any]:
+        return {"order": payload["order"],
+                "answers": {key: payload["answers"][key] for key in payload["order"]}}  # fmt: skip
+
+    on_delivery_body("test", answers_in_order)
+    try:
+        with pytest.raises(RegistryError, match="already orders its body"):
+            on_delivery_body("test", lambda payload: payload)
+        payload = {"order": ["z", "a"], "answers": {"a": 1, "z": 2}}
+        schedule(db, receiver.url, payload=payload)
+        run_worker(settings, burst=True)
+    finally:
+        DELIVERY_BODIES.pop("test", None)
+    [got] = receiver.received
+    assert got.body == b'{"order":["z","a"],"answers":{"z":2,"a":1}}'
+    assert list(got.json()["answers"]) == ["z", "a"]
+    assert verify_signature(SECRET, got.body, got.headers[SIGNATURE_HEADER])
+    # Other kinds keep sorted keys.
+    schedule(db, receiver.url, payload=payload)
+    run_worker(settings, burst=True)
+    assert receiver.received[1].body == b'{"answers":{"a":1,"z":2},"order":["z","a"]}'
 
 
 def test_a_kind_has_one_outcome_hook() -> None:

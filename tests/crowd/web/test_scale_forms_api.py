@@ -6,6 +6,7 @@ tasks complete with the documented response shapes (the projects' studies are fo
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import pytest
@@ -15,10 +16,11 @@ from scaleapi.exceptions import ScaleDuplicateResource, ScaleInvalidRequest
 from scaleapi.tasks import TaskReviewStatus, TaskStatus, TaskType
 from sqlalchemy import select
 
+from crowd.delivery.signed import verify_signature
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from crowd.storage import Database, Item, ItemKind, Study
-from examples.scale_rl_loop import CallbackReceiver
+from examples.scale_rl_loop import CallbackReceiver, callback_auth_key
 from tests.crowd.web.test_scale_api import Crowd, publish
 
 # What HELM's ScaleCritiqueClient sends: category fields with numeric values, a text field.
@@ -325,3 +327,32 @@ def test_a_comparison_with_only_fields_answers_with_them_alone(
         assert "null" not in str(described["properties"][key]), key
         assert "default" not in described["properties"][key], key
     assert described["properties"]["fields"]["type"] == "object"
+
+
+def test_a_textcollection_callback_lists_each_respondents_answers_in_field_order(
+    scale: ScaleClient, live_server: Any, api_key: str, settings: Settings
+) -> None:
+    created = scale.create_project("helm", TaskType.TextCollection, params={
+        "crowd": {"attention_rate": 0.0}})  # fmt: skip
+    study_id = created.as_dict()["study_id"]
+    order = [field["field_id"] for field in FIELDS]
+    assert order != sorted(order)  # sorted keys would show
+    with CallbackReceiver() as receiver:
+        task = scale.create_task(TaskType.TextCollection, project="helm", callback_url=receiver.url,
+                                 attachments=[{"type": "text", "content": "An answer."}],
+                                 fields=FIELDS, responses_required=2)  # fmt: skip
+        publish(live_server.url, api_key, study_id)
+        crowd = FormCrowd(live_server.url, api_key)
+        for worker in ("w1", "w2"):
+            crowd.fill(worker, study_id, {"Helpfulness": ["3"], "Harmlessness": ["4"],
+                                          "Keyword Feedback": f"said by {worker}"})  # fmt: skip
+        run_worker(settings, burst=True)
+    (callback,) = receiver.received
+    key = callback_auth_key(live_server.url, api_key)
+    assert verify_signature(key, callback.body, callback.headers["X-Crowd-Signature"])
+    sent = json.loads(callback.body)  # the bytes signed, as sent
+    for response in (sent["response"], sent["task"]["response"]):
+        assert [list(answers) for answers in response["responses"]] == [order, order]
+        assert list(response["annotations"]) == order
+    assert sent["response"]["responses"][1]["Keyword Feedback"] == "said by w2"
+    assert sent["task"]["task_id"] == task.id
