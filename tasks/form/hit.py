@@ -180,26 +180,27 @@ class FormHit(HitType):
         by_id = {field["id"]: field for field in fields_of(content, config)}
         tolerance = expected.get("tolerance") or {}
         given = answer.get("fields") or {}
-        found = answers.matched(expected, answer)
         things = content.get("attachments") or []
+        # In the page's order: a stored JSON object's keys need not keep theirs (jsonb).
+        names = [name for name in by_id if name in wanted]
         results = []
-        for (name, value), right in zip(wanted.items(), found, strict=True):
+        for name in names + sorted(set(wanted) - set(names)):
             field = by_id.get(name, {"id": name, "title": name, "type": ""})
             leeway = float(tolerance.get(name, 0))
             results.append(
                 {
                     "id": name,
                     "title": field.get("title") or name,
-                    "expected": field_words(field, value, things, leeway),
+                    "expected": field_words(field, wanted[name], things, leeway),
                     "given": field_words(field, given.get(name), things) or "no answer",
-                    "matched": right,
+                    "matched": answers.field_matches(wanted[name], given.get(name), leeway),
                 }
             )
-        wrong = len(found) - sum(found)
+        wrong = sum(not result["matched"] for result in results)
         message = (
             RIGHT
             if not wrong
-            else (f"Not quite: {wrong} of {len(found)} answers differ from the experimenter's.")
+            else (f"Not quite: {wrong} of {len(results)} answers differ from the experimenter's.")
         )
         return {"message": message, "training": True, "correct": not wrong, "fields": results}
 
