@@ -58,6 +58,14 @@ class FormCrowd(Crowd):
         return task
 
 
+def one_answer_project(scale: ScaleClient, name: str, task_type: TaskType) -> int:
+    """A project whose tasks each need one answer and serve no attention checks; its study."""
+    created = scale.create_project(name, task_type, params={
+        "crowd": {"annotations_per_item": 1, "attention_rate": 0.0}})  # fmt: skip
+    study_id: int = created.as_dict()["study_id"]
+    return study_id
+
+
 def helm_task(scale: ScaleClient, batch: str, output: str, respondents: int = 2) -> Any:
     """A task as HELM's client creates it (its unique_id is a hash of the request)."""
     attachments = [{"type": "text", "content": f"Answer the question.\n\n{output}\n"}]
@@ -225,8 +233,7 @@ def test_a_comparison_answers_with_one_of_its_choices(
 def test_evaluation_tasks_wait_in_their_batch_until_it_is_finalized(
     scale: ScaleClient, live_server: Any, api_key: str, db: Database
 ) -> None:
-    scale.create_project("jokes", TaskType.Comparison, params={
-        "crowd": {"annotations_per_item": 1, "attention_rate": 0.0}})  # fmt: skip
+    one_answer_project(scale, "jokes", TaskType.Comparison)
     scale.create_project("best", TaskType.Comparison, params={
         "crowd": {"pick": "attachment", "annotations_per_item": 1, "attention_rate": 0.0}})
     scale.create_project("forms", TaskType.TextCollection)
@@ -274,9 +281,7 @@ def test_evaluation_tasks_wait_in_their_batch_until_it_is_finalized(
 def test_categorization_tasks_are_listed_canceled_and_audited(
     scale: ScaleClient, live_server: Any, api_key: str, settings: Settings
 ) -> None:
-    created = scale.create_project("labels", TaskType.Categorization, params={
-        "crowd": {"annotations_per_item": 1, "attention_rate": 0.0}})  # fmt: skip
-    study_id = created.as_dict()["study_id"]
+    study_id = one_answer_project(scale, "labels", TaskType.Categorization)
     tasks = [scale.create_task(TaskType.Categorization, project="labels", attachment=text,
                                categories=["red", "blue"], responses_required=1)
              for text in ("tomato", "sky")]  # fmt: skip
@@ -298,9 +303,7 @@ def test_categorization_tasks_are_listed_canceled_and_audited(
 def test_a_comparison_with_only_fields_answers_with_them_alone(
     scale: ScaleClient, live_server: Any, api_key: str, settings: Settings
 ) -> None:
-    created = scale.create_project("notes", TaskType.Comparison, params={
-        "crowd": {"annotations_per_item": 1, "attention_rate": 0.0}})  # fmt: skip
-    study_id = created.as_dict()["study_id"]
+    study_id = one_answer_project(scale, "notes", TaskType.Comparison)
     with CallbackReceiver() as receiver:
         task = scale.create_task(TaskType.Comparison, project="notes", instruction="Compare.",
                                  attachments=["a text", "another"], attachment_type="text",
