@@ -1,22 +1,27 @@
-"""QC benchmark: does quality control catch spammers and careless workers, how early, and do
-aggregated labels beat majority vote?
+"""QC benchmark: does quality control catch the bad workers a real crowd has, how early, and
+does it leave the aggregated labels at least as accurate as without it?
 
-For each HIT type a simulated crowd of known kinds (60% careful, 20% noisy, 10% spammers,
-10% careless) plays a study of synthetic items with known truth through the real web app,
-while a real `crowd worker` process runs the QC jobs (so rules stop workers mid-run, as in
-production). Then we measure, per HIT type:
-- precision and recall of the workers QC excluded, against their true kinds;
-- how many items a bad worker answered before QC stopped them;
-- the accuracy of aggregated labels on real items against the truth, for majority vote,
-  Dawid-Skene, MACE (and Bradley-Terry for comparisons), on every worker's labels.
+The crowd is `benchmarks/qc_crowd.py`, written apart from the project's simulators and
+talking HTTP only: careful and noisy readers beside bad kinds that all read at a human pace
+(slow random clickers, colluding groups, drifters, pasters of one LLM's output, position
+bias), so no bad kind is caught by speed. For each HIT type, crowd mix and redundancy (answers
+per item: 3, 5, 15) a study of synthetic items with known truth is played through the real web
+app while a real `crowd worker` runs the QC jobs (rules stop workers mid-run, as in
+production). Then we measure:
+- exclusion precision (bad workers among those excluded) and recall per bad kind;
+- careful and noisy workers excluded;
+- items a bad worker answered before QC stopped them (for drifters: after they drifted);
+- the accuracy of aggregated labels on real items against the truth, for every method, on
+  every worker's labels and on the filtered set (QC's exclusions left out).
 
 Run: `.venv/bin/python benchmarks/qc_bench.py` (or `make bench-qc`); the results block in
-benchmarks/RESULTS.md is rewritten.
+benchmarks/RESULTS.md is rewritten. `--types`, `--redundancy` and `--mixes` run a part.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import random
@@ -25,109 +30,56 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from qc_crowd import DRIFT_AFTER, BenchCrowd
 from results_md import write_block
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from crowd.accounts import authenticate, create_api_key  # noqa: E402
 from crowd.demo import BackgroundServer  # noqa: E402
-from crowd.platforms.providers.sim import SimulatedCrowd  # noqa: E402
 from crowd.platforms.publishing import open_study  # noqa: E402
 from crowd.quality import labels  # noqa: E402
 from crowd.quality import standing as quality  # noqa: E402
 from crowd.queue.runner import ensure_redis, run_worker  # noqa: E402
 from crowd.settings import Settings  # noqa: E402
-from crowd.storage import (  # noqa: E402
-    Database,
-    Item,
-    ItemKind,
-    Response,
-    StudyWorker,
-    Worker,
-)
+from crowd.storage import Database, Item, ItemKind, Response, StudyWorker, Worker  # noqa: E402
 from crowd.studies.lifecycle import create_study, get_study, import_items  # noqa: E402
 from qc.aggregation import label_accuracy  # noqa: E402
-from tasks import get_hit_type, load_builtin  # noqa: E402
+from tasks import load_builtin  # noqa: E402
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 START, END = "<!-- qc:start -->", "<!-- qc:end -->"
 WORDS = [
-    "river",
-    "stone",
-    "lamp",
-    "quiet",
-    "market",
-    "winter",
-    "signal",
-    "garden",
-    "paper",
-    "orbit",
-    "violet",
-    "harbor",
-    "engine",
-    "canvas",
-    "thunder",
-    "meadow",
-    "silver",
-    "pocket",
-    "lantern",
-    "bridge",
-    "copper",
-    "window",
-    "velvet",
-    "ember",
-    "forest",
-]
+    "river", "stone", "lamp", "quiet", "market", "winter", "signal", "garden", "paper", "orbit",
+    "violet", "harbor", "engine", "canvas", "thunder", "meadow", "silver", "pocket", "lantern",
+    "bridge", "copper", "window", "velvet", "ember", "forest",
+]  # fmt: skip
 ATTRIBUTES = ("grammaticality", "cohesiveness", "likability", "relevance")
-
-
-@dataclass(frozen=True)
-class Plan:
-    hit_type: str
-    config: dict[str, Any]
-    kinds: dict[str, str]  # role -> the type's simulator kind
-    items_per_worker: int
-
-
-PLANS = (
-    Plan(
-        "boundary",
-        {"annotations_per_item": 5, "attention_rate": 0.1},
-        {"careful": "careful", "noisy": "noisy", "spammer": "spammer", "careless": "fast_careless"},
-        20,
-    ),
-    Plan(
-        "likert",
-        {"template": "story", "annotations_per_item": 5, "attention_rate": 0.1},
-        {"careful": "careful", "noisy": "noisy", "spammer": "spammer", "careless": "straightliner"},
-        20,
-    ),
-    Plan(
-        "comparison",
-        {
-            "template": "sentiment",
-            "annotations_per_item": 5,
-            "attention_rate": 0.1,
-            "overlap_share": 0,
-        },
-        {
-            "careful": "skilled",
-            "noisy": "noisy",
-            "spammer": "spammer",
-            "careless": "position_biased",
-        },
-        20,
-    ),
-)
-SHARES = {"careful": 0.6, "noisy": 0.2, "spammer": 0.1, "careless": 0.1}
-BAD = ("spammer", "careless")
+CONFIGS: dict[str, dict[str, Any]] = {
+    "boundary": {"attention_rate": 0.1},
+    "likert": {"template": "story", "attention_rate": 0.1},
+    "comparison": {"template": "sentiment", "attention_rate": 0.1, "overlap_share": 0},
+}
+BAD = ("slow_random", "colluder", "drifter", "paster", "position_biased")
+GOOD = ("careful", "noisy")
+# 40 workers each: half bad (4 of each bad kind), or mostly careful (a group of 4 colluders,
+# 2 of each other bad kind).
+MIXES: dict[str, dict[str, int]] = {
+    "half_bad": {"careful": 16, "noisy": 4, **{kind: 4 for kind in BAD}},
+    "mostly_careful": {"careful": 24, "noisy": 4, "slow_random": 2, "colluder": 4,
+                       "drifter": 2, "paster": 2, "position_biased": 2},
+}  # fmt: skip
+REDUNDANCY = (3, 5, 15)
+# A worker's share of real items (the rest are gold and attention checks), to size a study so
+# that every worker finds work at the given redundancy.
+REAL_SHARE = 0.75
 
 
 def words(rng: random.Random, n: int) -> str:
@@ -242,46 +194,37 @@ def start_worker(settings: Settings) -> subprocess.Popen[bytes]:
     )
 
 
-def run_plan(plan: Plan, args: argparse.Namespace, base: Settings) -> dict[str, Any]:
+def run_scenario(
+    hit_type: str, mix_name: str, redundancy: int, args: argparse.Namespace, base: Settings
+) -> dict[str, Any]:
+    """One study: the crowd plays it with a live QC worker; detection and label accuracy."""
     rng = random.Random(args.seed)
-    records = MAKERS[plan.hit_type](rng, args.real, args.gold, args.attention)
-    data_dir = Path(tempfile.mkdtemp(prefix=f"qc-bench-{plan.hit_type}-"))
+    mix = MIXES[mix_name]
+    workers = sum(mix.values())
+    n_real = math.ceil(workers * args.items * REAL_SHARE / redundancy)
+    records = MAKERS[hit_type](rng, n_real, args.gold, args.attention)
+    data_dir = Path(tempfile.mkdtemp(prefix=f"qc-bench-{hit_type}-"))
     settings = replace(base, data_dir=data_dir, database_url=f"sqlite:///{data_dir / 'c.db'}")
     db = Database(settings.database_url)
     db.upgrade()
     with db.session() as session:
         api_key = create_api_key(session, "bench")
-        study = create_study(
-            session,
-            authenticate(session, api_key),
-            f"QC {plan.hit_type}",
-            plan.hit_type,
-            plan.config,
-        )
+        config = {**CONFIGS[hit_type], "annotations_per_item": redundancy}
+        study = create_study(session, authenticate(session, api_key), f"QC {hit_type}",
+                             hit_type, config)  # fmt: skip
         import_items(session, study, records)
         open_study(session, study, ["sim"])
         study_id = study.id
-    counts = {role: round(share * args.workers) for role, share in SHARES.items()}
-    mix = {plan.kinds[role]: n for role, n in counts.items()}
-    role_of_kind = {kind: role for role, kind in plan.kinds.items()}
     settings, embedded = ensure_redis(settings)
     worker = start_worker(settings)
     started = time.perf_counter()
     try:
         with BackgroundServer(settings) as server:
-            crowd = SimulatedCrowd(
-                server.url,
-                api_key,
-                study_id,
-                plan.hit_type,
-                records,
-                mix,
-                seed=args.seed,
-                items_per_worker=plan.items_per_worker,
-            )
+            crowd = BenchCrowd(server.url, api_key, study_id, hit_type, records, mix,
+                               seed=args.seed, items_per_worker=args.items)  # fmt: skip
             result = crowd.run(threads=4)
         worker.terminate()
-        worker.wait(timeout=30)
+        worker.wait(timeout=60)
         run_worker(settings, burst=True)  # whatever the live worker had not got to yet
     finally:
         if worker.poll() is None:
@@ -292,68 +235,68 @@ def run_plan(plan: Plan, args: argparse.Namespace, base: Settings) -> dict[str, 
     with db.session() as session:
         study = get_study(session, study_id)
         quality.refresh_study(session, study)
-        standings = {
-            worker_.external_id: row
-            for row, worker_ in session.execute(
-                select(StudyWorker, Worker).join(Worker, Worker.id == StudyWorker.worker_id)
+        excluded_by = {
+            ext: row.excluded_by
+            for row, ext in session.execute(
+                select(StudyWorker, Worker.external_id)
+                .join(Worker, Worker.id == StudyWorker.worker_id)
+                .where(StudyWorker.study_id == study_id, StudyWorker.excluded_by.is_not(None))
             ).all()
         }
         answered = _answered(session)
-        roles = {ext: role_of_kind[kind] for ext, kind in result.workers.items()}
-        excluded = {ext for ext, row in standings.items() if row.excluded_by is not None}
+        out = detection(result.workers, excluded_by, answered)
         by_rule: dict[str, int] = {}
-        for ext in excluded:
-            rule = standings[ext].excluded_by or ""
-            by_rule[rule] = by_rule.get(rule, 0) + 1
-        bad = {ext for ext, role in roles.items() if role in BAD}
-        out: dict[str, Any] = {
-            "hit_type": plan.hit_type,
-            "workers": dict(sorted(mix.items())),
-            "items_per_worker": plan.items_per_worker,
-            "errors": len(result.errors),
-            "seconds": round(elapsed, 1),
-            "responses": sum(answered.values()),
-            "excluded_by": dict(sorted(by_rule.items())),
-            "precision_bad": _share(len(excluded & bad), len(excluded)),
-        }
-        for role in ("spammer", "careless", "noisy", "careful"):
-            members = {ext for ext, r in roles.items() if r == role}
-            out[f"excluded_{role}"] = _share(len(excluded & members), len(members))
-        out["precision_spammer_or_careless"] = out.pop("precision_bad")
-        caught = sorted(answered.get(ext, 0) for ext in excluded & bad)
-        out["items_before_stop_median"] = statistics.median(caught) if caught else None
-        out["items_before_stop_max"] = max(caught) if caught else None
-        careful = [answered.get(ext, 0) for ext, r in roles.items() if r == "careful"]
-        out["items_careful_median"] = statistics.median(careful) if careful else None
-        truth = truth_labels(plan.hit_type, records)
-        methods = labels.METHODS
-        labels.aggregate_study(session, study, filtered=False, methods=methods)
-        stored = labels.stored(session, study_id)
-        out["accuracy_all_workers"] = {
-            method: label_accuracy(data["labels"], truth) for method, data in stored.items()
-        }
-        labels.aggregate_study(session, study, filtered=True, methods=methods)
-        stored = labels.stored(session, study_id)
-        out["accuracy_filtered"] = {
-            method: label_accuracy(data["labels"], truth) for method, data in stored.items()
-        }
-        out["hit_type_gold_threshold"] = get_hit_type(plan.hit_type).gold_threshold
+        for rule in excluded_by.values():
+            by_rule[str(rule)] = by_rule.get(str(rule), 0) + 1
+        truth = truth_labels(hit_type, records)
+        for filtered, key in ((False, "accuracy_all"), (True, "accuracy_filtered")):
+            labels.aggregate_study(session, study, filtered=filtered, methods=labels.METHODS)
+            out[key] = {
+                method: label_accuracy(data["labels"], truth)
+                for method, data in labels.stored(session, study_id).items()
+            }
+        out.update(
+            hit_type=hit_type, mix=mix_name, redundancy=redundancy, errors=len(result.errors),
+            seconds=round(elapsed, 1), responses=sum(answered.values()),
+            excluded_by=dict(sorted(by_rule.items())),
+        )  # fmt: skip
     db.dispose()
+    return out
+
+
+def detection(
+    kinds: dict[str, str], excluded_by: dict[str, str], answered: dict[str, int]
+) -> dict[str, Any]:
+    """Precision, recall per kind and items before the stop, from who was excluded (and by
+    which rule)."""
+    excluded = set(excluded_by)
+    bad = {ext for ext, kind in kinds.items() if kind in BAD}
+    out: dict[str, Any] = {
+        "excluded": len(excluded),
+        "precision": _share(len(excluded & bad), len(excluded & set(kinds))),
+        "kinds": {},
+    }
+    for kind in (*BAD, *GOOD):
+        members = {ext for ext, k in kinds.items() if k == kind}
+        caught = members & excluded
+        before = [answered.get(ext, 0) - (DRIFT_AFTER if kind == "drifter" else 0)
+                  for ext in caught]  # fmt: skip
+        rules = sorted(str(excluded_by[ext]).removeprefix("rule:") for ext in caught)
+        out["kinds"][kind] = {"n": len(members), "excluded": len(caught), "before_stop": before,
+                              "rules": rules}  # fmt: skip
     return out
 
 
 def _answered(session: Any) -> dict[str, int]:
     """Items each worker answered (attention and gold included, training not)."""
     rows = session.execute(
-        select(Worker.external_id, Response.id)
+        select(Worker.external_id, func.count(Response.id))
         .join(Response, Response.worker_id == Worker.id)
         .join(Item, Item.id == Response.item_id)
         .where(Item.kind != ItemKind.TRAINING)
+        .group_by(Worker.external_id)
     ).all()
-    counts: dict[str, int] = {}
-    for external_id, _ in rows:
-        counts[external_id] = counts.get(external_id, 0) + 1
-    return counts
+    return {external_id: int(n) for external_id, n in rows}
 
 
 def _share(part: int, whole: int) -> float | None:
@@ -364,103 +307,114 @@ def _fmt(value: Any) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, float):
-        return f"{value:.3f}"
+        return f"{value:.2f}"
     return str(value)
 
 
-def replace_seed(args: argparse.Namespace, seed: int) -> argparse.Namespace:
-    return argparse.Namespace(**{**vars(args), "seed": seed})
-
-
-DETECTION = (
-    "precision_spammer_or_careless", "excluded_spammer", "excluded_careless", "excluded_noisy",
-    "excluded_careful",
-)  # fmt: skip
-
-
 def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Several runs of one type: means, with the worst run of each detection figure."""
-    out = dict(runs[0])
-    for key in DETECTION:
-        values = [r[key] for r in runs if r[key] is not None]
-        out[key] = statistics.mean(values) if values else None
-        worst = min(values) if key.startswith(("precision", "excluded_s")) else max(values)
-        out[f"{key}_worst"] = worst if values else None
-    medians = [r["items_before_stop_median"] for r in runs if r["items_before_stop_median"]]
-    out["items_before_stop_median"] = statistics.median(medians) if medians else None
-    out["items_before_stop_max"] = max((r["items_before_stop_max"] or 0) for r in runs)
-    for which in ("accuracy_all_workers", "accuracy_filtered"):
-        methods = runs[0][which]
-        out[which] = {
-            m: statistics.mean(r[which][m] for r in runs if r[which].get(m) is not None)
+    """Runs of one scenario (seeds): exclusions summed, precision over the sum, means of
+    label accuracy."""
+    out: dict[str, Any] = {key: runs[0][key] for key in ("hit_type", "mix", "redundancy")}
+    kinds: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for kind, data in run["kinds"].items():
+            acc = kinds.setdefault(kind, {"n": 0, "excluded": 0, "before_stop": [], "rules": []})
+            acc["n"] += data["n"]
+            acc["excluded"] += data["excluded"]
+            acc["before_stop"] += data["before_stop"]
+            acc["rules"] += data["rules"]
+    out["kinds"] = kinds
+    excluded = sum(k["excluded"] for k in kinds.values())
+    out["precision"] = _share(sum(kinds[k]["excluded"] for k in BAD), excluded)
+    caught = [n for kind in BAD for n in kinds[kind]["before_stop"]]
+    out["before_stop_median"] = statistics.median(caught) if caught else None
+    for key in ("accuracy_all", "accuracy_filtered"):
+        methods = sorted({m for run in runs for m in run[key]})
+        out[key] = {
+            m: statistics.mean(run[key][m] for run in runs if run[key].get(m) is not None)
             for m in methods
+            if any(run[key].get(m) is not None for run in runs)
         }
     rules: dict[str, int] = {}
-    for r in runs:
-        for rule, n in r["excluded_by"].items():
+    for run in runs:
+        for rule, n in run["excluded_by"].items():
             rules[rule] = rules.get(rule, 0) + n
     out["excluded_by"] = dict(sorted(rules.items()))
     for key in ("seconds", "responses", "errors"):
-        out[key] = round(sum(r[key] for r in runs), 1)
-    out["runs"] = len(runs)
+        out[key] = round(sum(run[key] for run in runs), 1)
     return out
+
+
+METHOD_NAMES = {
+    "majority_vote": "majority vote", "dawid_skene": "Dawid-Skene", "mace": "MACE",
+    "ordinal_mean": "ordinal mean", "first_change": "first change",
+    "bradley_terry": "Bradley-Terry",
+}  # fmt: skip
 
 
 def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     command = " ".join([".venv/bin/python", "benchmarks/qc_bench.py", *sys.argv[1:]])
+    mixes = "; ".join(
+        f"{name}: " + ", ".join(f"{n} {kind}" for kind, n in mix.items())
+        for name, mix in MIXES.items()
+    )
     lines = [
         START,
-        f"Measured {now} with `{command}`"
-        f" on {os.cpu_count()} cores, Python {platform.python_version()}.",
+        f"Measured {now} with `{command}` on {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}.",
         "",
-        f"Per HIT type: {args.workers} simulated workers (60% careful, 20% noisy, 10% spammers, "
-        f"10% careless), {args.real} real items x 5 workers, {args.gold} gold and "
-        f"{args.attention} attention items, attention rate 0.1, default QC settings "
-        "(adaptive gold rate 0.05-0.5, default rules); a live `crowd worker` runs the QC jobs. "
-        f"Each figure is the mean over {args.runs} runs (seeds {args.seed} to "
-        f"{args.seed + args.runs - 1}), the worst run in brackets; exclusions are summed.",
+        f"Per study: 40 workers of `benchmarks/qc_crowd.py` ({mixes}), up to {args.items} "
+        f"items each, real items sized to the redundancy, {args.gold} gold and "
+        f"{args.attention} attention items, attention rate 0.1, default QC settings; a live "
+        f"`crowd worker` runs the QC jobs. {args.runs} run(s) per row (seeds from "
+        f"{args.seed}); exclusions are summed over runs. Recall cells: excluded / workers of "
+        "the kind. Items before stop: median over the bad workers excluded (a drifter's "
+        "counted from its drift).",
         "",
-        "| HIT type | precision (spam+careless) | recall spammers | recall careless | "
-        "excluded noisy | excluded careful | items before stop (median / max) | "
-        "items, careful (median) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+        "| HIT type | mix | answers per item | precision | " + " | ".join(BAD)
+        + " | careful excluded | noisy excluded | items before stop |",
+        "|---|---|---|---|" + "---|" * len(BAD) + "---|---|---|",
+    ]  # fmt: skip
     for r in results:
-        cells = [f"{_fmt(r[key])} ({_fmt(r[key + '_worst'])})" for key in DETECTION]
+        kinds = r["kinds"]
+        cells = [f"{kinds[k]['excluded']}/{kinds[k]['n']}" for k in BAD]
         lines.append(
-            f"| {r['hit_type']} | " + " | ".join(cells) + " | "
-            f"{_fmt(r['items_before_stop_median'])} / {_fmt(r['items_before_stop_max'])} | "
-            f"{_fmt(r['items_careful_median'])} |"
+            f"| {r['hit_type']} | {r['mix']} | {r['redundancy']} | {_fmt(r['precision'])} | "
+            + " | ".join(cells)
+            + f" | {kinds['careful']['excluded']}/{kinds['careful']['n']}"
+            f" | {kinds['noisy']['excluded']}/{kinds['noisy']['n']}"
+            f" | {_fmt(r['before_stop_median'])} |"
         )
     lines += [
         "",
-        "Accuracy of aggregated labels on real items against the truth "
-        "(every worker's labels; filtered set in brackets):",
+        "Accuracy of aggregated labels on real items against the truth: every worker's labels, "
+        "then the filtered set (QC's exclusions left out) after the arrow:",
         "",
-        "| HIT type | majority vote | Dawid-Skene | MACE | ordinal mean | first change | "
-        "Bradley-Terry |",
-        "|---|---|---|---|---|---|---|",
+        "| HIT type | mix | answers per item | " + " | ".join(METHOD_NAMES.values()) + " |",
+        "|---|---|---|" + "---|" * len(METHOD_NAMES),
     ]
     for r in results:
         cells = []
-        for method in (
-            "majority_vote", "dawid_skene", "mace", "ordinal_mean", "first_change",
-            "bradley_terry",
-        ):  # fmt: skip
-            full = r["accuracy_all_workers"].get(method)
+        for method in METHOD_NAMES:
+            full = r["accuracy_all"].get(method)
             kept = r["accuracy_filtered"].get(method)
-            cells.append("-" if full is None else f"{full:.3f} ({_fmt(kept)})")
-        lines.append(f"| {r['hit_type']} | " + " | ".join(cells) + " |")
+            cells.append("-" if full is None else f"{full:.3f} → {_fmt3(kept)}")
+        lines.append(f"| {r['hit_type']} | {r['mix']} | {r['redundancy']} | " + " | ".join(cells)
+                     + " |")  # fmt: skip
     lines += ["", "Exclusions by rule:", ""]
     for r in results:
         rules = ", ".join(f"{k}: {v}" for k, v in r["excluded_by"].items()) or "none"
         lines.append(
-            f"- {r['hit_type']}: {rules} ({r['responses']} responses, "
-            f"{r['seconds']} s, {r['errors']} simulated workers stopped by errors)"
+            f"- {r['hit_type']}, {r['mix']}, {r['redundancy']} per item: {rules} "
+            f"({r['responses']} responses, {r['seconds']} s, {r['errors']} errors)"
         )
     lines.append(END)
     return "\n".join(lines)
+
+
+def _fmt3(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def write_results(block: str) -> None:
@@ -478,29 +432,30 @@ def write_results(block: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workers", type=int, default=50, help="simulated workers per type")
-    parser.add_argument("--real", type=int, default=150, help="real items per study")
+    parser.add_argument("--items", type=int, default=30, help="items per worker")
     parser.add_argument("--gold", type=int, default=40, help="gold items per study")
     parser.add_argument("--attention", type=int, default=10, help="attention items per study")
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument(
-        "--runs", type=int, default=3, help="runs per type (seeds seed, seed+1, ...)"
-    )
+    parser.add_argument("--runs", type=int, default=1, help="runs per row (seeds seed, ...)")
     parser.add_argument("--types", default="boundary,likert,comparison")
+    parser.add_argument("--mixes", default=",".join(MIXES))
+    parser.add_argument("--redundancy", default=",".join(map(str, REDUNDANCY)))
     parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
     args = parser.parse_args()
     load_builtin()
     base = Settings.from_env()
     results = []
-    for plan in PLANS:
-        if plan.hit_type not in args.types.split(","):
-            continue
-        runs = []
-        for n in range(args.runs):
-            print(f"{plan.hit_type}: run {n + 1} of {args.runs} ...", flush=True)
-            runs.append(run_plan(plan, replace_seed(args, args.seed + n), base))
-            print(runs[-1], flush=True)
-        results.append(combine(runs))
+    for hit_type in args.types.split(","):
+        for mix in args.mixes.split(","):
+            for redundancy in map(int, args.redundancy.split(",")):
+                runs = []
+                for n in range(args.runs):
+                    print(f"{hit_type}, {mix}, {redundancy} per item: run {n + 1} ...", flush=True)
+                    seeded = argparse.Namespace(**{**vars(args), "seed": args.seed + n})
+                    runs.append(run_scenario(hit_type, mix, redundancy, seeded, base))
+                    print({k: v for k, v in runs[-1].items() if k != "kinds"}, flush=True)
+                    print(runs[-1]["kinds"], flush=True)
+                results.append(combine(runs))
     block = results_block(results, args)
     print(block)
     if not args.no_write:

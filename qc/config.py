@@ -1,4 +1,5 @@
-"""A study's QC settings: gold policy, qualification gate, anomaly thresholds and rules.
+"""A study's QC settings: gold policy, qualification gate, anomaly thresholds, rules, and how
+agreement with the crowd and collusion are judged.
 
 The settings live in the study's JSON under "qc"; `parse_qc_config` checks them once so the
 rest of `qc` can trust plain attributes. Every field is optional, unknown keys are refused
@@ -113,6 +114,31 @@ class AnomalyThresholds:
 
 
 @dataclass(frozen=True)
+class CrowdPolicy:
+    """How agreement with the crowd and collusion are judged (see `qc.agreement`, `qc.collusion`).
+
+    margin: where a worker's threshold sits between chance (0) and the crowd's agreement (1);
+    window: the recent tasks whose agreement shows drift; min_others: other answers a task
+    needs before it tests a worker's agreement; collusion_alpha: the family-wise chance of
+    calling an independent pair colluders; collusion_min_shared: tasks a pair must share.
+    """
+
+    margin: float = 0.5
+    window: int = 10
+    min_others: int = 2
+    collusion_alpha: float = 1e-3
+    collusion_min_shared: int = 4
+
+    def __post_init__(self) -> None:
+        _check_share("qc.crowd.margin", self.margin)
+        _check_count("qc.crowd.window", self.window, 1)
+        _check_count("qc.crowd.min_others", self.min_others, 1)
+        if not _is_number(self.collusion_alpha) or not 0 < self.collusion_alpha < 1:
+            raise ValueError("qc.crowd.collusion_alpha must be a number between 0 and 1")
+        _check_count("qc.crowd.collusion_min_shared", self.collusion_min_shared, 1)
+
+
+@dataclass(frozen=True)
 class QcConfig:
     """All of a study's QC settings; build it with `parse_qc_config`.
 
@@ -127,6 +153,7 @@ class QcConfig:
     qualification: Qualification | None = None
     anomalies: AnomalyThresholds = field(default_factory=AnomalyThresholds)
     rules: tuple[Rule, ...] = DEFAULT_RULES
+    crowd: CrowdPolicy = field(default_factory=CrowdPolicy)
 
     def to_json(self) -> dict[str, Any]:
         gold = asdict(self.gold)
@@ -136,6 +163,7 @@ class QcConfig:
             "qualification": asdict(self.qualification) if self.qualification else None,
             "anomalies": asdict(self.anomalies),
             "rules": [rule.to_json() for rule in self.rules],
+            "crowd": asdict(self.crowd),
         }
 
 
@@ -153,7 +181,7 @@ def _section(raw: Mapping[str, Any], key: str, cls: type) -> dict[str, Any]:
     return dict(value)
 
 
-_SECTIONS = ("gold", "qualification", "anomalies", "rules")
+_SECTIONS = ("gold", "qualification", "anomalies", "rules", "crowd")
 
 
 def parse_qc_config(raw: Mapping[str, Any] | None) -> QcConfig:
@@ -186,6 +214,7 @@ def parse_qc_config(raw: Mapping[str, Any] | None) -> QcConfig:
         qualification = Qualification(**_section(raw, "qualification", Qualification))
 
     anomalies = AnomalyThresholds(**_section(raw, "anomalies", AnomalyThresholds))
+    crowd = CrowdPolicy(**_section(raw, "crowd", CrowdPolicy))
 
     if "rules" not in raw:
         rules = default_rules(gold)
@@ -206,4 +235,6 @@ def parse_qc_config(raw: Mapping[str, Any] | None) -> QcConfig:
                 raise ValueError(f"qc.rules: the name {name!r} is used twice; rename one")
         rules = tuple(parsed)
 
-    return QcConfig(gold=gold, qualification=qualification, anomalies=anomalies, rules=rules)
+    return QcConfig(
+        gold=gold, qualification=qualification, anomalies=anomalies, rules=rules, crowd=crowd
+    )

@@ -20,10 +20,12 @@ had them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Hashable, Iterable, Mapping
 from typing import Any
 
-from qc.anomalies import WorkerSignals
+from qc.agreement import CrowdAgreement
+from qc.anomalies import WorkerSignals, normalize_explanation
+from qc.collusion import Collusion
 from qc.config import QcConfig
 from qc.gold import GoldConfidence, gold_rate
 from qc.rules import IMPORTED
@@ -32,7 +34,9 @@ LIVE = "live"
 
 
 def worker_evidence(
-    rows: Iterable[Mapping[str, Any]], config: QcConfig
+    rows: Iterable[Mapping[str, Any]],
+    config: QcConfig,
+    crowd: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per worker: anomaly metrics, attention and gold figures, and the evidence lists.
 
@@ -42,7 +46,8 @@ def worker_evidence(
     without gold), gold_rate (the chance the next item is gold), "evidence" (signal ->
     entries, for display), "source" ("live" if any row is live, else "imported"; what
     `live_only` rules look at) and "rater_groups" (the sorted groups of the worker's rows).
-    Workers with only training rows appear with 0 responses.
+    Workers with only training rows appear with 0 responses. `crowd` (worker -> the metrics
+    of `crowd_evidence`) adds each worker's agreement with the crowd and collusion.
 
     >>> from qc.config import parse_qc_config
     >>> rows = [{"worker": "a", "item": "g1", "kind": "gold", "gold_accuracy": 0.0},
@@ -93,5 +98,91 @@ def worker_evidence(
             "evidence": signals.signals_[worker],
             "source": LIVE if worker in live else IMPORTED,
             "rater_groups": sorted(groups.get(worker, ())),
+            **NO_CROWD,
+            **(crowd or {}).get(worker, {}),
         }
+    return out
+
+
+# A worker's crowd metrics before any task of theirs has enough other answers.
+NO_CROWD: dict[str, Any] = {
+    "agreement_n": 0, "agreement": None, "agreement_chance": None, "agreement_threshold": None,
+    "agreement_below_prob": None, "recent_agreement": None, "recent_below_prob": None,
+    "collusion_partners": 0, "collusion_group": [], "collusion_pairs": [],
+}  # fmt: skip
+
+
+def crowd_evidence(
+    answers: Iterable[tuple[str, str, Hashable]],
+    config: QcConfig,
+    *,
+    tolerance: float = 0,
+    explanations: Mapping[tuple[str, str], str] | None = None,
+    truth: Mapping[str, Hashable] | None = None,
+    focus: Collection[str] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Per worker: agreement with the crowd (whole record and recent window) and collusion.
+
+    `answers` are (task, worker, label) in answer-time order, a task being "item/question"
+    (real and gold items; attention checks dictate their answer); `explanations` map
+    (task, worker) to the worker's explanation there; `truth` gives the gold tasks' answers.
+    Collusion is tested for the pairs with a worker of `focus` (None: every pair). Keys:
+    agreement_n (tasks judged), agreement, agreement_chance, agreement_threshold
+    (chance + margin * (crowd - chance)),
+    agreement_below_prob (P(agreement < threshold)), recent_agreement and recent_below_prob
+    (the same over the last `window` tasks), collusion_partners (how many), collusion_group
+    (the sorted group the worker is in) and collusion_pairs (the evidence of each pair).
+
+    >>> from qc.config import parse_qc_config
+    >>> answers = [(f"i{i}/best", w, i % 4) for i in range(12) for w in "abcde"]
+    >>> answers += [(f"i{i}/best", w, (i + 1 + i % 2) % 4) for i in range(12) for w in "xy"]
+    >>> out = crowd_evidence(answers, parse_qc_config(None))
+    >>> out["a"]["agreement_below_prob"] < 0.01, out["x"]["agreement_below_prob"] > 0.99
+    (True, True)
+    >>> out["x"]["collusion_group"], out["a"]["collusion_partners"]
+    (['x', 'y'], 0)
+    """
+    answers = list(answers)
+    policy = config.crowd
+    agreement = CrowdAgreement(
+        tolerance=tolerance, min_others=policy.min_others, window=policy.window,
+        margin=policy.margin,
+    ).fit(answers, truth)  # fmt: skip
+    texts = {
+        key: normalize_explanation(text)
+        for key, text in (explanations or {}).items()
+        if text and len(normalize_explanation(text)) >= config.anomalies.min_explanation_chars
+    }
+    collusion = Collusion(
+        ordinal=tolerance > 0, min_shared=policy.collusion_min_shared,
+        alpha=policy.collusion_alpha,
+    ).fit(answers, texts, agreement.skill_, focus, agreement.consensus_)  # fmt: skip
+    group_of = {worker: group for group in collusion.groups_ for worker in group}
+    pairs_of: dict[str, list[dict[str, Any]]] = {}
+    for pair in collusion.pairs_:
+        for worker in pair["workers"]:
+            pairs_of.setdefault(worker, []).append(pair)
+    out: dict[str, dict[str, Any]] = {}
+    for worker in sorted({str(w) for _, w, _ in answers}):
+        metrics = dict(NO_CROWD)
+        n = agreement.n_.get(worker, 0)
+        if n:
+            threshold = agreement.threshold(worker)
+            recent_mean, _ = agreement.recent(worker)
+            metrics.update(
+                agreement_n=n,
+                agreement=round(agreement.agreement_[worker], 4),
+                agreement_chance=round(agreement.chance_[worker], 4),
+                agreement_threshold=round(threshold, 4),
+                agreement_below_prob=round(agreement.prob_below(worker, threshold), 4),
+                recent_agreement=None if recent_mean is None else round(recent_mean, 4),
+                recent_below_prob=round(agreement.prob_below(worker, threshold, recent=True), 4),
+            )
+        partners = collusion.partners_.get(worker, [])
+        metrics.update(
+            collusion_partners=len(partners),
+            collusion_group=group_of.get(worker, []),
+            collusion_pairs=pairs_of.get(worker, []),
+        )
+        out[worker] = metrics
     return out

@@ -17,6 +17,23 @@ from scipy import stats
 
 from qc.config import GoldPolicy
 
+# Where a HIT type's gold threshold sits between a random answer's accuracy (0) and a perfect
+# one (1): far enough above chance that a random clicker is credibly below it after a few gold
+# items, low enough that careful workers (well above it) are never judged by bad luck.
+GOLD_MARGIN = 0.25
+
+
+def threshold_from_chance(chance: float, margin: float = GOLD_MARGIN) -> float:
+    """The gold threshold for a type whose random answer scores `chance`: chance + margin * (1 -
+    chance), rounded to 4 places.
+
+    >>> threshold_from_chance(0.25), threshold_from_chance(0.28), threshold_from_chance(0.52)
+    (0.4375, 0.46, 0.64)
+    """
+    _check_unit("chance", chance)
+    _check_unit("margin", margin)
+    return round(chance + margin * (1 - chance), 4)
+
 
 def _check_prior(prior: tuple[float, float]) -> None:
     if len(prior) != 2 or not all(

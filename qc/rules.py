@@ -46,6 +46,12 @@ METRICS: tuple[str, ...] = (
     "gold_mean",
     "gold_below_prob",
     "gold_rate",
+    "agreement_n",
+    "agreement",
+    "agreement_below_prob",
+    "recent_agreement",
+    "recent_below_prob",
+    "collusion_partners",
 )
 
 OPS: dict[str, Callable[[Any, Any], bool]] = {
@@ -180,12 +186,24 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
     credibility = 0.95 if gold is None else gold.credibility
     min_gold = 3 if gold is None else gold.min_gold
     soft, flag = Action.SOFT_BLOCK, Action.FLAG
+    # Drift is tested anew on every refresh, over a short window: it needs stronger evidence
+    # than a test of the whole record, or careful workers would trip it by the many looks.
+    drift = 1 - (1 - credibility) / 5
     table: list[tuple[str, str, float, Action, dict[str, float], str]] = [
         # name, metric (compared with >=), threshold, action, min_evidence, description
-        ("attention_failed", "attention_failed", 1, soft, {"attention_checks": 1},
-         "Failed an attention check (the RoFT rule)."),
+        # Two failures, not RoFT's one: careful people slip on a check now and then, and a
+        # worker who fails one and answers at random is soon below the crowd anyway.
+        ("attention_failed", "attention_failed", 2, soft, {"attention_checks": 2},
+         "Failed two attention checks."),
         ("gold_below_threshold", "gold_below_prob", credibility, soft, {"gold_n": min_gold},
          "Gold accuracy credibly below the study's threshold."),
+        # Collusion first: it names the group, where the others would see only a bad record.
+        ("collusion", "collusion_partners", 1, soft, {},
+         "Shares answers (or explanations) with other workers far beyond chance."),
+        ("below_crowd", "agreement_below_prob", credibility, soft, {"agreement_n": 8},
+         "Agreement with the crowd credibly closer to chance than to the crowd's."),
+        ("drifted", "recent_below_prob", drift, soft, {"agreement_n": 10},
+         "Recent answers credibly closer to chance than to the crowd: stopped reading."),
         ("constant_answers", "constant_share", 0.9, soft, {"responses": 8},
          "Gave the same answer almost every time."),
         ("too_fast", "too_fast_share", 0.5, soft, {"responses": 5},
@@ -254,6 +272,29 @@ _PHRASES: dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, Any]], str]]] 
     "too_fast_share": (
         ("too_fast_n", "responses"),
         lambda e: f"answered {e['too_fast_n']} of {e['responses']} items too fast to read",
+    ),
+    "agreement_below_prob": (
+        ("agreement", "agreement_threshold", "agreement_chance", "agreement_n"),
+        lambda e: (
+            f"agreed with the crowd on {_pct(e['agreement'])} of {e['agreement_n']} answers "
+            f"(chance {_pct(e['agreement_chance'])}, threshold {_pct(e['agreement_threshold'])}); "
+            f"probability it is below the threshold {e['agreement_below_prob']:.2f}"
+        ),
+    ),
+    "recent_below_prob": (
+        ("recent_agreement", "agreement_threshold"),
+        lambda e: (
+            f"agreed with the crowd on {_pct(e['recent_agreement'])} of the latest answers "
+            f"(threshold {_pct(e['agreement_threshold'])}); "
+            f"probability it is below the threshold {e['recent_below_prob']:.2f}"
+        ),
+    ),
+    "collusion_partners": (
+        ("collusion_group",),
+        lambda e: (
+            f"shares answers with {e['collusion_partners']} other worker(s) beyond chance "
+            f"(group {', '.join(map(str, e['collusion_group']))})"
+        ),
     ),
     "longest_run": ((), lambda e: f"gave the same answer {e['longest_run']} times in a row"),
     "repeated_explanations": (

@@ -265,6 +265,12 @@ class HitType(ABC):
     # Default threshold of gold accuracy (qc.gold) below which a worker is filtered, when the
     # study's qc config does not set one: each type's chance level differs.
     gold_threshold: ClassVar[float] = 0.5
+    # The gold accuracy of a uniform random answer, where the type knows it; types that set it
+    # derive gold_threshold from it (qc.gold.threshold_from_chance).
+    gold_chance: ClassVar[float | None] = None
+    # Labels within this distance agree when a worker is compared with the crowd
+    # (qc.agreement, qc.collusion); 0 for categories, 1 for ordinal scales.
+    agreement_tolerance: ClassVar[float] = 0
     # How repeated labels are aggregated (qc.aggregation methods over answer_labels).
     aggregation_methods: ClassVar[tuple[str, ...]] = ("majority_vote", "dawid_skene", "mace")
     # Whether each method is fitted to each question on its own: a type whose questions differ
@@ -302,6 +308,13 @@ class HitType(ABC):
         _, expected_field = self._single_label()
         value = expected.get(expected_field)
         return {} if value is None else {expected_field: int(value)}
+
+    def attention_labels(
+        self, expected: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> dict[str, Hashable]:
+        """The labels an attention check asks for, per question the answer gives: with the
+        crowd's answers, the checks test a worker's accuracy like gold items (qc.agreement)."""
+        return self.expected_labels(expected)
 
     def expected_from_labels(self, labels: Mapping[str, Hashable]) -> dict[str, Any]:
         """The expected answer of a gold item promoted from labels trusted workers agree on."""

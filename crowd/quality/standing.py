@@ -11,7 +11,7 @@ The algorithms are in `qc/` (pure); this module reads and writes the database ar
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Hashable, Mapping
 from typing import Any
 
 from sqlalchemy import Select, func, insert, or_, select
@@ -35,7 +35,7 @@ from crowd.storage import (
 )
 from qc.anomalies import response_signals
 from qc.config import QcConfig, parse_qc_config
-from qc.evidence import worker_evidence
+from qc.evidence import crowd_evidence, worker_evidence
 from qc.gold import GoldConfidence, gold_rate
 from qc.rules import Action, evaluate
 from tasks import HitType, get_hit_type
@@ -421,14 +421,58 @@ def refresh_standings(
     pass: their answers, gold and standings are read in one query each, not one per worker.
     """
     config = study_qc(study)
-    rows = standings(session, study.id, worker_ids)
-    evidence_of = worker_evidence(qc_rows(session, study, rows.keys()), config)
+    crowd = crowd_metrics(session, study, config, worker_ids)
+    # A pair of colluders is judged together: the partner found now is refreshed too.
+    partners = {
+        int(p) for w in worker_ids for p in crowd.get(str(w), {}).get("collusion_group", [])
+    }
+    rows = standings(session, study.id, {*worker_ids, *partners})
+    evidence_of = worker_evidence(qc_rows(session, study, rows.keys()), config, crowd)
     gold_of = gold_results_of(session, rows.keys(), study)
     for worker_id, row in rows.items():
         evidence = evidence_of.get(str(worker_id))
         if evidence is not None:
             _judge(session, study, row, evidence, gold_of.get(worker_id, []), config)
     return rows
+
+
+def crowd_metrics(
+    session: Session, study: Study, config: QcConfig, focus: Collection[int] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Every worker's agreement with the crowd in the study, and the collusion pairs of the
+    `focus` workers (qc.evidence.crowd_evidence), by worker id as text.
+
+    Real items count, and gold items and attention checks with their answer as the truth
+    (training is practice), live and imported answers alike, in answer-time order.
+    """
+    hit = get_hit_type(study.hit_type)
+    kinds = (ItemKind.REAL, ItemKind.GOLD, ItemKind.ATTENTION)
+    found = session.execute(
+        select(Response.worker_id, Item.external_id, Item.kind, Item.expected, Response.answer,
+               Response.explanation)  # fmt: skip
+        .join(Item, Item.id == Response.item_id)
+        .where(Response.study_id == study.id, Item.kind.in_(kinds))
+        .order_by(Response.created_at, Response.id)
+    ).all()
+    answers = []
+    explanations: dict[tuple[str, str], str] = {}
+    truth: dict[str, Hashable] = {}
+    for worker_id, item, kind, expected, answer, explanation in found:
+        if kind != ItemKind.REAL:
+            wanted = (
+                hit.expected_labels(expected) if kind == ItemKind.GOLD
+                else hit.attention_labels(expected, answer)
+            )  # fmt: skip
+            truth.update((f"{item}/{question}", label) for question, label in wanted.items())
+        for question, label in hit.answer_labels(answer).items():
+            task = f"{item}/{question}"
+            answers.append((task, str(worker_id), label))
+            if explanation:
+                explanations[(task, str(worker_id))] = explanation
+    return crowd_evidence(
+        answers, config, tolerance=hit.agreement_tolerance, explanations=explanations,
+        truth=truth, focus=None if focus is None else [str(w) for w in focus],
+    )  # fmt: skip
 
 
 def _judge(

@@ -22,12 +22,14 @@ from tasks.base import HitType
 NOTHING = "–"
 # Metrics whose values are shares of 1, shown as percentages (besides the *_share, *_rate,
 # *_prob and *accuracy keys).
-_SHARES = frozenset({"share", "gold_mean", "threshold"})
+_SHARES = frozenset({"share", "gold_mean", "threshold", "agreement", "recent_agreement"})
 # What a key reads as, where its name alone would not say it well.
 LABELS: dict[str, str] = {
     "gold_mean": "estimated accuracy",
     "gold_below_prob": "chance the accuracy is below the threshold",
     "gold_rate": "chance the next item is gold",
+    "agreement_below_prob": "chance the agreement is below the threshold",
+    "recent_below_prob": "chance the recent agreement is below the threshold",
     "min_seconds_for_text": "time the text needs",
     "chars_shown": "characters shown",
     "typing_ms": "typing time",
@@ -263,6 +265,29 @@ def figures(evidence: Mapping[str, Any], alike: Callable[[str], str] | None = No
             "no gold answered yet" if prob is None else percent(prob))  # fmt: skip
     if "gold_rate" in e:
         add("gold_rate", title("gold_rate"), percent(e["gold_rate"]))
+    if "agreement" in e:
+        used.update(("agreement_n", "agreement_chance", "agreement_threshold"))
+        text = "no answers shared with enough others yet"
+        if e["agreement"] is not None:
+            text = (
+                f"{percent(e['agreement'])} over {count(e.get('agreement_n'))} answers (chance "
+                f"{percent(e.get('agreement_chance'))}, "
+                f"threshold {percent(e.get('agreement_threshold'))})"
+            )
+        add("agreement", "Agreement with the crowd", text)
+    for key in ("agreement_below_prob", "recent_agreement", "recent_below_prob"):
+        if key in e:
+            add(key, title(key), value_of(key, e[key]))
+    if "collusion_partners" in e:
+        used.update(("collusion_group", "collusion_pairs"))
+        group = e.get("collusion_group") or []
+        text = "none found"
+        if group:
+            text = (
+                f"shares answers with {count(e['collusion_partners'])} other worker(s) beyond "
+                f"chance; group of workers {', '.join(map(str, group))}"
+            )
+        add("collusion_partners", "Collusion", text)
     if "too_fast_share" in e:
         share, n = e["too_fast_share"], e.get("too_fast_n")
         text = NOTHING if share is None else f"{_of(n, e.get('responses'))} ({percent(share)})"

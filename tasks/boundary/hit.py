@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TextIO, cast
 
 from crowd.exceptions import InvalidAction, InvalidConfig, InvalidItem
+from qc.gold import threshold_from_chance
 from tasks.base import HitType, ItemSpec, Simulator, StepResult, rater_group
 from tasks.boundary import analysis, report, roft, simulate
 from tasks.boundary.reasons import REASON_TAGS
@@ -235,8 +236,13 @@ class BoundaryHit(HitType):
         }
 
     # -- quality control ---------------------------------------------------------------------
-    # Partial credit (points / 5) puts careful readers near 0.4-0.5 and guessing near 0.15.
-    gold_threshold: ClassVar[float] = 0.25
+    # Gold is scored exact-or-within-one (see gold_accuracy): a guess drawn uniformly from the
+    # 10 positions lands within one of a uniform boundary 28% of the time (10 + 2 * 9 of 100
+    # pairs), so the threshold is set from that chance level.
+    gold_chance: ClassVar[float] = 0.28
+    gold_threshold: ClassVar[float] = threshold_from_chance(gold_chance)
+    # Ordinal labels: one step off still agrees with the crowd (qc.agreement).
+    agreement_tolerance: ClassVar[float] = 1
     # A guess is the first sentence a reader calls machine-written: the first-change model
     # (per-reader false-alarm and detection rates) fits that better than any vote.
     aggregation_methods: ClassVar[tuple[str, ...]] = (
@@ -246,10 +252,15 @@ class BoundaryHit(HitType):
     single_label: ClassVar[tuple[str, str] | None] = ("guess", "boundary")
 
     def gold_accuracy(self, expected: Mapping[str, Any], answer: Mapping[str, Any]) -> float | None:
-        """RoFT points as a share of the 5 an exact guess earns: a late guess gets some credit."""
+        """1 when the guess is the boundary or one sentence off, else 0.
+
+        RoFT's partial points are no gold score: random late guesses earn some on every item,
+        so a guesser's mean credit sat above any threshold that careful readers clear; the
+        within-one hit has a known chance level (`gold_chance`).
+        """
         if expected.get("boundary") is None:
             return None
-        return self.score(expected, answer) / 5
+        return 1.0 if abs(int(answer["guess"]) - int(expected["boundary"])) <= 1 else 0.0
 
     def surface(self, answer: Mapping[str, Any]) -> str | None:
         return f"sentence {int(answer['guess'])}"

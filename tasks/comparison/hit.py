@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TextIO
 
 from crowd.exceptions import InvalidAction, InvalidItem
+from qc.gold import threshold_from_chance
 from tasks.base import HitType, ItemSpec, Simulator, StepResult, StudyOptions, rater_group
 from tasks.comparison import analysis, export, items, report, simulate
 
@@ -118,6 +119,10 @@ class ComparisonHit(HitType):
         return int(answer["best"]) == int(expected["best"])
 
     # -- quality control ---------------------------------------------------------------------
+    # A uniform pick among K = 4 candidates is right a quarter of the time (set the study's
+    # qc.gold.threshold to 0.625 for K = 2: threshold_from_chance(0.5)).
+    gold_chance: ClassVar[float] = 0.25
+    gold_threshold: ClassVar[float] = threshold_from_chance(gold_chance)
     aggregation_methods: ClassVar[tuple[str, ...]] = (
         "majority_vote", "dawid_skene", "mace", "bradley_terry",
     )  # fmt: skip

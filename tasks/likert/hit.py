@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TextIO, cast
 
 from crowd.exceptions import InvalidAction, InvalidConfig, InvalidItem
+from qc.gold import threshold_from_chance
 from tasks.base import HitType, ItemSpec, Simulator, StepResult, StudyOptions, rater_group
 from tasks.likert import analysis, report, simulate
 from tasks.likert.config import check_item_fits, validate_item_record, validate_study_config
@@ -242,8 +243,11 @@ class LikertHit(HitType):
 
     # -- quality control ---------------------------------------------------------------------
     # Within one point of the expected rating: careful raters land there ~90% of the time on
-    # a 5-point scale, uniform guessing about half the time.
-    gold_threshold: ClassVar[float] = 0.7
+    # a 5-point scale, a uniform guess 52% of the time (13 of the 25 pairs of ratings).
+    gold_chance: ClassVar[float] = 0.52
+    gold_threshold: ClassVar[float] = threshold_from_chance(gold_chance)
+    # Ordinal labels: one step off still agrees with the crowd (qc.agreement).
+    agreement_tolerance: ClassVar[float] = 1
     # Ratings are ordinal: their rounded mean beats any categorical vote (benchmarks/).
     aggregation_methods: ClassVar[tuple[str, ...]] = (
         "majority_vote", "dawid_skene", "mace", "ordinal_mean",
@@ -255,6 +259,15 @@ class LikertHit(HitType):
 
     def expected_labels(self, expected: Mapping[str, Any]) -> dict[str, Hashable]:
         return dict(expected.get("expected_ratings") or {})
+
+    def attention_labels(
+        self, expected: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> dict[str, Hashable]:
+        """A check names one rating for every question it asks."""
+        wanted = expected.get("expected_rating")
+        if wanted is None:
+            return self.expected_labels(expected)
+        return {name: wanted for name in self.answer_labels(answer)}
 
     def expected_from_labels(self, labels: Mapping[str, Hashable]) -> dict[str, Any]:
         return {"expected_ratings": {name: cast(int, value) for name, value in labels.items()}}

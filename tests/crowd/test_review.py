@@ -37,6 +37,7 @@ from crowd.storage import (
 )
 from crowd.studies.lifecycle import create_study, import_items
 from tests.conftest import join, log_in_to_dashboard, passage
+from tests.crowd.quality.test_standing import ROFT_RULE
 
 CONFIG = {"annotations_per_item": 3, "attention_rate": 0.0, "require_explanation": False}
 ACTOR = "experimenter:tester"
@@ -331,9 +332,9 @@ def test_bulk_acts_on_exactly_the_workers_a_rule_fires_on(
 ) -> None:
     items = [passage(f"p{i}", 2, n=3) for i in range(4)]
     items += [passage(f"att{i}", 3, n=3, kind="attention") for i in range(2)]
-    study_id = make_study(
-        items, {"annotations_per_item": 3, "attention_rate": 0.5, "require_explanation": False}
-    )
+    config = {"annotations_per_item": 3, "attention_rate": 0.5, "require_explanation": False,
+              "qc": {"rules": [ROFT_RULE]}}  # fmt: skip
+    study_id = make_study(items, config)
     # Two items each at rate 0.5 include one attention check; "all human" (3) passes it.
     for name, guess in (("ok1", 3), ("fail1", 1), ("ok2", 3), ("fail2", 1)):
         work(client, join(client, auth, external_id=name), study_id, 2, guess=guess)

@@ -126,6 +126,26 @@ def test_figures_without_data_say_so_and_unknown_keys_still_read() -> None:
     readable(*shown.values())
 
 
+def test_agreement_and_collusion_read_as_sentences_naming_the_group() -> None:
+    evidence = {"agreement_n": 12, "agreement": 0.31, "agreement_chance": 0.25,
+                "agreement_threshold": 0.44, "agreement_below_prob": 0.991,
+                "recent_agreement": 0.2, "recent_below_prob": 0.97, "collusion_partners": 2,
+                "collusion_group": ["4", "7", "9"],
+                "collusion_pairs": [{"workers": ["4", "7"]}]}  # fmt: skip
+    shown = {f.label: f.text for f in text.figures(evidence)}
+    assert shown["Agreement with the crowd"] == "31% over 12 answers (chance 25%, threshold 44%)"
+    assert shown["Chance the agreement is below the threshold"] == "99%"
+    assert shown["Recent agreement"] == "20%"
+    assert shown["Collusion"] == (
+        "shares answers with 2 other worker(s) beyond chance; group of workers 4, 7, 9")
+    assert "Collusion pairs" not in shown and "Agreement chance" not in shown
+    quiet = {f.label: f.text for f in text.figures(
+        {"agreement": None, "agreement_n": 0, "collusion_partners": 0, "collusion_group": []})}
+    assert quiet["Agreement with the crowd"] == "no answers shared with enough others yet"
+    assert quiet["Collusion"] == "none found"
+    readable(*shown.values(), *quiet.values())
+
+
 def test_each_signal_reads_as_a_sentence_about_its_answer() -> None:
     signals = WorkerSignals().fit(rows()).signals_["w"]
     sections = {s.key: s for s in text.sections(signals, lambda s: f"«{s}»")}

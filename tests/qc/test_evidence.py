@@ -114,6 +114,9 @@ def test_end_to_end_rules_soft_block_the_careless_workers() -> None:
         add("careful", "gold", gold_accuracy=1.0)
         add("guesser", "gold", gold_accuracy=0.0)
     add("inattentive", "attention", attention_passed=False)
+    add("inattentive", "attention", attention_passed=False)
+    add("slipped", "attention", attention_passed=False)  # once: careful people slip
+    add("slipped", "attention", attention_passed=True)
 
     out = worker_evidence(rows, config)
     decisions = evaluate(out, config.rules)
@@ -122,5 +125,6 @@ def test_end_to_end_rules_soft_block_the_careless_workers() -> None:
     assert excluded["gold_below_threshold"] == {"guesser"}
     assert excluded["constant_answers"] == {"constant"}
     assert "careful" not in {d.worker for d in decisions}
+    assert "slipped" not in {d.worker for d in decisions}
     # The constant worker's ten identical answers in a row are also flagged.
     assert ("constant", "identical_run") in {(d.worker, d.rule) for d in decisions}

@@ -27,8 +27,11 @@ def test_default_rules_are_the_documented_ones() -> None:
     got = {r.name: (r.metric, r.op, r.threshold, r.action, r.min_evidence) for r in DEFAULT_RULES}
     soft, flag = Action.SOFT_BLOCK, Action.FLAG
     assert got == {
-        "attention_failed": ("attention_failed", ">=", 1, soft, {"attention_checks": 1}),
+        "attention_failed": ("attention_failed", ">=", 2, soft, {"attention_checks": 2}),
         "gold_below_threshold": ("gold_below_prob", ">=", 0.95, soft, {"gold_n": 3}),
+        "collusion": ("collusion_partners", ">=", 1, soft, {}),
+        "below_crowd": ("agreement_below_prob", ">=", 0.95, soft, {"agreement_n": 8}),
+        "drifted": ("recent_below_prob", ">=", 0.99, soft, {"agreement_n": 10}),
         "constant_answers": ("constant_share", ">=", 0.9, soft, {"responses": 8}),
         "too_fast": ("too_fast_share", ">=", 0.5, soft, {"responses": 5}),
         "identical_run": ("longest_run", ">=", 5, flag, {}),
@@ -45,14 +48,15 @@ def test_default_rules_follow_the_gold_policy() -> None:
 
 
 def test_attention_rule_reason_and_evidence() -> None:
-    evidence = {"w": {"attention_failed": 1, "attention_checks": 2}}
+    evidence = {"w": {"attention_failed": 2, "attention_checks": 3},
+                "slip": {"attention_failed": 1, "attention_checks": 3}}  # fmt: skip
     [decision] = evaluate(evidence, [rules_by_name()["attention_failed"]])
     assert decision == Decision(
         worker="w",
         rule="attention_failed",
         action=Action.SOFT_BLOCK,
-        reason="failed 1 of 2 attention checks (rule attention_failed: attention_failed >= 1)",
-        evidence={"attention_failed": 1, "attention_checks": 2},
+        reason="failed 2 of 3 attention checks (rule attention_failed: attention_failed >= 2)",
+        evidence={"attention_failed": 2, "attention_checks": 3},
     )
     assert decision.to_json()["action"] == "soft_block"
 
@@ -87,7 +91,7 @@ def test_order_is_by_worker_then_rule_and_exclusions_only_soft_blocks() -> None:
     rules = rules_by_name()
     order = [rules["pasted_text"], rules["attention_failed"]]
     evidence: dict[str, dict[str, Any]] = {
-        "zed": {"pasted_n": 2, "attention_failed": 1, "attention_checks": 1},
+        "zed": {"pasted_n": 2, "attention_failed": 2, "attention_checks": 2},
         "amy": {"pasted_n": 1, "attention_failed": 0, "attention_checks": 3},
         "bob": {"pasted_n": 0, "attention_failed": 2, "attention_checks": 2},
     }

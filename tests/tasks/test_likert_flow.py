@@ -20,6 +20,7 @@ from crowd.studies.lifecycle import create_study, import_items
 from crowd.studies.reports import analysis_rows, build_report, platform_rows
 from tasks import get_hit_type
 from tests.conftest import join
+from tests.crowd.quality.test_standing import ROFT_RULE
 from tests.tasks.likert_helpers import SAMPLES, records, story
 
 
@@ -150,7 +151,8 @@ def test_attention_check_flag_gold_score_and_the_report(
         story("gold", "gpt2", kind="gold", expected_ratings={"grammaticality": 1, "relevance": 2}),
         story("check", kind="attention", expected_rating=1),
     ]
-    gold_first = {"gold": {"min_rate": 1.0, "max_rate": 1.0}}
+    # Gold first; one failed attention check leaves a worker out (RoFT's rule).
+    gold_first = {"gold": {"min_rate": 1.0, "max_rate": 1.0}, "rules": [ROFT_RULE]}
     study_id = likert_study(
         items, {"attention_rate": 0.5, "annotations_per_item": 2, "qc": gold_first}
     )

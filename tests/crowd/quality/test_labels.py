@@ -184,7 +184,7 @@ def test_the_filtered_set_leaves_excluded_and_blocked_workers_out(
 def test_items_trusted_workers_agree_on_become_gold(
     client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
 ) -> None:
-    items = [passage(f"g{i}", 2, n=3, kind="gold") for i in range(5)]
+    items = [passage(f"g{i}", 3, n=4, kind="gold") for i in range(5)]
     items.append(passage("r", 2, n=4))  # the record's own boundary is not what people agree on
     config = {
         "annotations_per_item": 4,
@@ -196,7 +196,7 @@ def test_items_trusted_workers_agree_on_become_gold(
     for name, right in (("t1", True), ("t2", True), ("t3", True), ("u", False)):
         who = join(client, auth, external_id=name)
         for _ in range(5):  # gold first, at every chance: all five gold items
-            first = guess_boundary(client, who, study_id, 2 if right else 1)
+            first = guess_boundary(client, who, study_id, 3 if right else 1)
             assert first.startswith("g")
         assert guess_boundary(client, who, study_id, 3 if right else 1).startswith("r ")
         assert next_view(client, who, study_id)["done"] is True

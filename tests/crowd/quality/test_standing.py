@@ -31,6 +31,9 @@ from crowd.studies.lifecycle import get_study
 from tests.conftest import join, passage
 
 NO_EXPLANATION = {"annotations_per_item": 1, "attention_rate": 0.0, "require_explanation": False}
+# RoFT's filter: one failed attention check leaves a worker out (the default waits for two).
+ROFT_RULE = {"name": "attention_failed", "metric": "attention_failed", "op": ">=",
+             "threshold": 1, "min_evidence": {"attention_checks": 1}, "action": "soft_block"}
 
 
 # -- helpers: a worker playing boundary items through the HTTP API ----------------------------
@@ -234,11 +237,11 @@ def gold_failer(
 ) -> tuple[int, int, dict[str, str]]:
     """A study where worker "careless" guesses early on 4 gold items (accuracy 0)."""
     items = [passage(f"r{i}", 1, n=3) for i in range(6)]
-    items += [passage(f"g{i}", 2, n=3, kind="gold") for i in range(4)]
+    items += [passage(f"g{i}", 3, n=4, kind="gold") for i in range(4)]
     qc = {"gold": {"threshold": 0.5, "min_rate": 1.0, "max_rate": 1.0}}
     study_id = make_study(items, {**NO_EXPLANATION, "qc": qc})
     who = join(client, auth, external_id="careless")
-    # Machine at sentence 1 is early for boundary 2: 0 points. Simulated time keeps the
+    # Machine at sentence 1 is two early for boundary 3: a miss. Simulated time keeps the
     # worker clear of the too-fast rule, so only the gold rule can fire.
     assert play_items(client, who, study_id, 4, guess=1, sim_seconds=30) == 4
     assert kinds_served(db, study_id, "careless") == ["gold"] * 4
@@ -480,7 +483,8 @@ def test_exports_and_the_report_leave_out_soft_blocked_workers(
 ) -> None:
     items = [passage(f"p{i}", 2, n=3) for i in range(4)]
     items += [passage(f"att{i}", 3, n=3, kind="attention") for i in range(2)]
-    config = {"annotations_per_item": 2, "attention_rate": 0.5, "require_explanation": False}
+    config = {"annotations_per_item": 2, "attention_rate": 0.5, "require_explanation": False,
+              "qc": {"rules": [ROFT_RULE]}}  # fmt: skip
     study_id = make_study(items, config)
     # At rate 0.5 every worker meets one attention check within two items. "All human" (3)
     # passes it; machine at sentence 1 fails it.

@@ -1,0 +1,279 @@
+"""Collusion: workers who share their answers, found by agreeing more than their skills allow.
+
+Two careful workers agree because both are often right; two colluders (or two workers pasting
+one language model's output) agree whether or not they are right. So a pair is judged on how
+often it gives the same label, against what two *independent* workers of their skills would.
+For categories:
+worker w gives the truth z with their accuracy p_w (from `qc.agreement.CrowdAgreement`) and
+otherwise one of the other labels in the proportions the rest of the crowd chose them on that
+task (smoothed towards the question's labels), so hard items, where careful workers err
+alike, raise the expected agreement on their own; the truth's posterior comes from the other
+workers' answers (the pair left out) under the same one-coin model. Summed over the pair's
+shared tasks, the matches are tested against the Poisson-binomial law of those chances
+(exact, by dynamic programming), Bonferroni-corrected over the pairs tested. For ordinal
+labels (ratings, boundary guesses; `ordinal=True`) a worker's habits are offsets from the
+consensus (a lenient rater answers one point above it), so two independent workers match on
+a task with probability sum_d f_a(d) f_b(d), f_w being the worker's offset distribution
+(smoothed towards the crowd's): two lenient raters agree often without colluding. Identical
+explanations on the same item are evidence of their own: two people who read and write for
+themselves never match word for word twice.
+
+Pairs found are joined into groups (connected components), so a reviewer sees who works
+together.
+
+Example:
+    >>> truth = {f"t{i}/best": i % 4 for i in range(20)}
+    >>> answers = [(t, w, z) for t, z in truth.items() for w in "abcdef"]
+    >>> answers += [(t, w, (z + 1 + i % 3) % 4) for i, (t, z) in enumerate(truth.items())
+    ...             for w in ("x", "y")]
+    >>> skills = {**{w: 0.95 for w in "abcdef"}, "x": 0.05, "y": 0.05}
+    >>> model = Collusion().fit(answers, skills=skills)
+    >>> model.groups_, sorted(model.partners_)
+    ([['x', 'y']], ['x', 'y'])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+# A worker's accuracy where none is given.
+_DEFAULT_SKILL = 0.7
+# How strongly a task's wrong labels lean to the question's labels before any is seen there
+# (pseudo-counts, spread over the labels).
+_PRIOR = 1.0
+# Answers' worth of the crowd's offsets that a worker's own offset distribution starts from.
+_OFFSET_PRIOR = 4.0
+
+
+@dataclass
+class Collusion:
+    """Pairs and groups of workers whose agreement is improbable for independent workers.
+
+    Input: (task, worker, label) triples (a worker's last answer per task counts); a task is
+    an (item, question) pair and its question is the text after its last "/".
+    `explanations`: (task, worker) -> normalized explanation text, optional. `skills`:
+    worker -> probability of giving the true label (`CrowdAgreement.skill_`). `consensus`:
+    task -> the most probable truth (`CrowdAgreement.consensus_`), which ordinal offsets are
+    measured from (ordinal: numeric labels; matches still mean equal labels).
+    min_shared: tasks a pair must share to be tested; alpha: the family-wise level over the
+    pairs tested; min_excess: matches beyond the expected a pair needs at least;
+    min_same_explanations: identical explanations on shared items that convict on their own.
+    `focus`: test only pairs with a worker in it (None: every pair).
+
+    Fitted: pairs_ (one dict per convicted pair: workers, shared, matches, expected,
+    p_value, same_explanations), partners_ (worker -> sorted partners), groups_ (sorted
+    lists of workers), tested_ (pairs sharing enough tasks, focus or not).
+    """
+
+    ordinal: bool = False
+    min_shared: int = 4
+    alpha: float = 1e-3
+    min_excess: float = 3.0
+    min_same_explanations: int = 2
+    pairs_: list[dict[str, Any]] = field(default_factory=list, init=False)
+    partners_: dict[str, list[str]] = field(default_factory=dict, init=False)
+    groups_: list[list[str]] = field(default_factory=list, init=False)
+    tested_: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        for name in ("min_shared", "min_same_explanations"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number of 1 or more, got {value!r}")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be between 0 and 1 (exclusive), got {self.alpha!r}")
+        if isinstance(self.min_excess, bool) or not isinstance(self.min_excess, int | float):
+            raise ValueError(f"min_excess must be a number, got {self.min_excess!r}")
+
+    def fit(
+        self,
+        answers: Iterable[tuple[str, str, Hashable]],
+        explanations: Mapping[tuple[str, str], str] | None = None,
+        skills: Mapping[str, float] | None = None,
+        focus: Collection[str] | None = None,
+        consensus: Mapping[str, Hashable] | None = None,
+    ) -> Collusion:
+        by_task: dict[str, dict[str, Hashable]] = {}
+        for task, worker, label in answers:
+            by_task.setdefault(task, {})[str(worker)] = label
+        universe: dict[str, set[Hashable]] = {}
+        for task, given in by_task.items():
+            universe.setdefault(_question(task), set()).update(given.values())
+        labels = {q: sorted(v, key=repr) for q, v in universe.items()}
+        skill = {w: (skills or {}).get(w, _DEFAULT_SKILL) for g in by_task.values() for w in g}
+        tasks_of: dict[str, set[str]] = {}
+        for task, given in by_task.items():
+            for worker in given:
+                tasks_of.setdefault(worker, set()).add(task)
+        texts = {key: text for key, text in (explanations or {}).items() if text}
+        offsets = _offsets(by_task, consensus or {}) if self.ordinal else {}
+        candidates = [
+            (a, b)
+            for a, b in combinations(sorted(tasks_of), 2)
+            if len(tasks_of[a] & tasks_of[b]) >= self.min_shared
+        ]
+        self.tested_ = len(candidates)
+        wanted = None if focus is None else {str(w) for w in focus}
+        self.pairs_ = []
+        for a, b in candidates:
+            if wanted is not None and a not in wanted and b not in wanted:
+                continue
+            shared = sorted(tasks_of[a] & tasks_of[b])
+            found = self._test(a, b, shared, by_task, labels, skill, texts, offsets)
+            if found is not None:
+                self.pairs_.append(found)
+        partners: dict[str, set[str]] = {}
+        for pair in self.pairs_:
+            a, b = pair["workers"]
+            partners.setdefault(a, set()).add(b)
+            partners.setdefault(b, set()).add(a)
+        self.partners_ = {w: sorted(p) for w, p in sorted(partners.items())}
+        self.groups_ = _components(partners)
+        return self
+
+    def _test(
+        self,
+        a: str,
+        b: str,
+        shared: list[str],
+        by_task: Mapping[str, Mapping[str, Hashable]],
+        labels: Mapping[str, list[Hashable]],
+        skill: Mapping[str, float],
+        texts: Mapping[tuple[str, str], str],
+        offsets: Mapping[str, Mapping[float, float]],
+    ) -> dict[str, Any] | None:
+        chances: list[float] = []
+        if self.ordinal:
+            f_a, f_b = offsets.get(a, {}), offsets.get(b, {})
+            same_offset = min(1.0, sum(p * f_b.get(d, 0.0) for d, p in f_a.items()))
+        matches = 0
+        same_explanations = 0
+        for task in shared:
+            given = by_task[task]
+            text = texts.get((task, a))
+            if text is not None and text == texts.get((task, b)):
+                same_explanations += 1
+            if self.ordinal:
+                chances.append(same_offset)
+            else:
+                others = {w: x for w, x in given.items() if w not in (a, b)}
+                options = labels[_question(task)]
+                chances.append(_match_chance(options, others, skill, skill[a], skill[b]))
+            matches += given[a] == given[b]
+        expected = sum(chances)
+        p_value = _upper_tail(chances, matches)
+        by_answers = (
+            matches - expected >= self.min_excess
+            and p_value <= self.alpha / max(self.tested_, 1)
+        )
+        if not by_answers and same_explanations < self.min_same_explanations:
+            return None
+        return {
+            "workers": [a, b],
+            "shared": len(shared),
+            "matches": matches,
+            "expected": round(expected, 3),
+            "p_value": p_value,
+            "same_explanations": same_explanations,
+        }
+
+
+def _match_chance(
+    options: list[Hashable],
+    others: Mapping[str, Hashable],
+    skill: Mapping[str, float],
+    p_a: float,
+    p_b: float,
+) -> float:
+    """P(two independent workers of accuracies p_a and p_b give the same label on a task
+    that `others` answered), under the one-coin model with the others' wrong labels."""
+    k = len(options)
+    if k < 2:
+        return 1.0
+    counts = {x: _PRIOR / k for x in options}
+    for label in others.values():
+        counts[label] += 1
+    # The truth's posterior from the others (each right with their accuracy, at least chance).
+    logits = []
+    for z in options:
+        total = 0.0
+        for worker, label in others.items():
+            rate = min(max(skill[worker], 1 / k), 0.98)
+            total += math.log(rate if label == z else (1 - rate) / (k - 1))
+        logits.append(total)
+    top = max(logits)
+    weights = [math.exp(x - top) for x in logits]
+    norm = sum(weights)
+    chance = 0.0
+    for z, weight in zip(options, weights, strict=True):
+        wrong = {x: c for x, c in counts.items() if x != z}
+        spread = sum(wrong.values())
+        same_wrong = sum((c / spread) ** 2 for c in wrong.values())
+        chance += weight / norm * (p_a * p_b + (1 - p_a) * (1 - p_b) * same_wrong)
+    return chance
+
+
+def _offsets(
+    by_task: Mapping[str, Mapping[str, Hashable]], consensus: Mapping[str, Hashable]
+) -> dict[str, dict[float, float]]:
+    """Each worker's distribution of label - consensus, smoothed towards the crowd's (with
+    the weight of `_OFFSET_PRIOR` answers), so a short record is not mistaken for a habit."""
+    counts: dict[str, dict[float, int]] = {}
+    crowd: dict[float, int] = {}
+    for task, given in by_task.items():
+        if task not in consensus:
+            continue
+        for worker, label in given.items():
+            d = float(label) - float(consensus[task])  # type: ignore[arg-type]
+            counts.setdefault(worker, {})
+            counts[worker][d] = counts[worker].get(d, 0) + 1
+            crowd[d] = crowd.get(d, 0) + 1
+    total = sum(crowd.values())
+    out: dict[str, dict[float, float]] = {}
+    for worker, mine in counts.items():
+        n = sum(mine.values())
+        out[worker] = {
+            d: (mine.get(d, 0) + _OFFSET_PRIOR * c / total) / (n + _OFFSET_PRIOR)
+            for d, c in crowd.items()
+        }
+    return out
+
+
+def _upper_tail(probabilities: list[float], k: int) -> float:
+    """P(X >= k) for X the number of successes of independent trials with these chances."""
+    if k <= 0:
+        return 1.0
+    dist = [1.0]  # dist[j] = P(j successes so far)
+    for p in probabilities:
+        nxt = [0.0] * (len(dist) + 1)
+        for j, q in enumerate(dist):
+            nxt[j] += q * (1 - p)
+            nxt[j + 1] += q * p
+        dist = nxt
+    return float(min(1.0, max(0.0, sum(dist[k:]))))
+
+
+def _components(partners: Mapping[str, set[str]]) -> list[list[str]]:
+    seen: set[str] = set()
+    groups: list[list[str]] = []
+    for start in sorted(partners):
+        if start in seen:
+            continue
+        stack, group = [start], set()
+        while stack:
+            worker = stack.pop()
+            if worker in group:
+                continue
+            group.add(worker)
+            stack.extend(partners.get(worker, ()))
+        seen |= group
+        groups.append(sorted(group))
+    return groups
+
+
+def _question(task: str) -> str:
+    return task.rsplit("/", 1)[-1]

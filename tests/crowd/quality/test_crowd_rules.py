@@ -1,0 +1,94 @@
+"""Agreement with the crowd and collusion as QC evidence, through the worker API: workers who
+read at a human pace and pass every attention check, but answer at random or copy one shared
+answer, are excluded by the rules that compare them with the crowd, naming the group; careful
+workers are left alone."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from flask.testing import FlaskClient
+from sqlalchemy import select
+
+from crowd.quality import standing as quality
+from crowd.storage import AuditEntry, Database, Study, StudyWorker, Worker
+from tests.conftest import join
+
+ITEMS = 24
+CAREFUL = [f"careful{n}" for n in range(7)]
+RING = ["ring0", "ring1", "ring2"]
+
+
+def items() -> list[dict[str, Any]]:
+    return [
+        {"id": f"q{i}", "query": f"Question {i}: which reply is kind?",
+         "candidates": [f"reply {i}.{c} {'(kind)' if c == i % 4 else ''}".strip()
+                        for c in range(4)]}
+        for i in range(ITEMS)
+    ]  # fmt: skip
+
+
+Pick = Callable[[list[str], str], int]
+
+
+def answer(client: FlaskClient, who: dict[str, str], study_id: int, pick: Pick) -> bool:
+    view = client.post(f"/api/work/studies/{study_id}/next", json={}, headers=who).get_json()
+    if view.get("done"):
+        return False
+    task = view["task"]
+    texts = [c["text"] if isinstance(c, dict) else c for c in task["candidates"]]
+    body = {"step": task["step"], "choice": pick(texts, task["query"]), "sim_seconds": 20.0}
+    reply = client.post(f"/api/work/assignments/{view['assignment_id']}/step", json=body,
+                        headers=who)  # fmt: skip
+    assert reply.status_code == 200, reply.get_json()
+    return True
+
+
+def test_random_clickers_and_a_ring_are_excluded_by_the_crowd_rules(
+    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
+) -> None:
+    config = {"annotations_per_item": 11, "attention_rate": 0.0, "overlap_share": 0}
+    study_id = make_study(items(), config, hit_type="comparison")
+    rng = random.Random(8)
+    shared: dict[str, str] = {}
+    workers = {name: join(client, auth, external_id=name) for name in [*CAREFUL, *RING, "random"]}
+
+    def careful(texts: list[str], query: str) -> int:
+        kind = next(i for i, t in enumerate(texts) if t.endswith("(kind)"))
+        return kind if rng.random() < 0.85 else rng.randrange(4)
+
+    def ring(texts: list[str], query: str) -> int:
+        return texts.index(shared.setdefault(query, rng.choice(texts)))
+
+    for _ in range(ITEMS):  # rounds: everyone answers one item per round
+        for name, who in workers.items():
+            pick = careful if name in CAREFUL else ring if name in RING else (
+                lambda texts, query: rng.randrange(4))  # fmt: skip
+            answer(client, who, study_id, pick)
+    with db.session() as session:
+        study = session.get(Study, study_id)
+        assert study is not None
+        quality.refresh_study(session, study)
+    with db.session() as session:
+        rows = {
+            name: row
+            for row, name in session.execute(
+                select(StudyWorker, Worker.external_id).join(
+                    Worker, Worker.id == StudyWorker.worker_id)  # fmt: skip
+            ).all()
+        }
+        ids = {name: str(row.worker_id) for name, row in rows.items()}
+        for name in RING:
+            assert rows[name].excluded_by == "rule:collusion", name
+            assert rows[name].evidence["collusion_group"] == sorted(ids[n] for n in RING)
+        assert rows["random"].excluded_by == "rule:below_crowd"
+        assert rows["random"].evidence["agreement_below_prob"] >= 0.95
+        assert rows["random"].evidence["agreement_chance"] is not None
+        for name in CAREFUL:
+            assert rows[name].excluded_by is None, (name, rows[name].rule_hits)
+            assert rows[name].evidence["agreement"] > rows[name].evidence["agreement_threshold"]
+        reasons = session.scalars(
+            select(AuditEntry.reason).where(AuditEntry.actor == "rule:collusion")).all()
+        assert len(reasons) == 3 and all("shares answers with 2 other" in r for r in reasons)

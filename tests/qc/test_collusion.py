@@ -1,0 +1,123 @@
+"""Collusion: groups that share answers or explanations, and independent workers who do not."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from qc.agreement import CrowdAgreement
+from qc.collusion import Collusion
+
+K = 4
+
+
+def fit(
+    answers: list[tuple[str, str, int]], ordinal: bool = False, **kwargs: Any
+) -> Collusion:
+    """Collusion as QC runs it: with the skills and consensus of the agreement model."""
+    agreement = CrowdAgreement(tolerance=1 if ordinal else 0).fit(answers)
+    return Collusion(ordinal=ordinal).fit(
+        answers, skills=agreement.skill_, consensus=agreement.consensus_, **kwargs)
+
+
+def careful_crowd(
+    rng: random.Random, workers: dict[str, float], tasks: int = 30
+) -> tuple[dict[str, int], list[tuple[str, str, int]]]:
+    truth = {f"i{t}/best": rng.randrange(K) for t in range(tasks)}
+    answers = [
+        (task, worker, z if rng.random() < p else rng.randrange(K))
+        for task, z in truth.items()
+        for worker, p in workers.items()
+    ]
+    return truth, answers
+
+
+def test_a_group_sharing_random_answers_is_found_whole_and_alone() -> None:
+    rng = random.Random(1)
+    truth, answers = careful_crowd(rng, {f"c{n}": 0.7 for n in range(12)})
+    for task in truth:
+        shared = rng.randrange(K)
+        answers += [(task, f"ring{n}", shared) for n in range(4)]
+    model = fit(answers)
+    assert model.groups_ == [["ring0", "ring1", "ring2", "ring3"]]
+    assert len(model.pairs_) == 6 and model.tested_ == 16 * 15 // 2
+    pair = model.pairs_[0]
+    assert pair["matches"] == 30 > 2 * pair["expected"] and pair["p_value"] < 1e-6
+
+
+def test_experts_agree_because_they_are_right_and_are_not_colluders() -> None:
+    rng = random.Random(2)
+    workers = {f"c{n}": 0.55 for n in range(10)} | {"expert1": 0.97, "expert2": 0.97}
+    _, answers = careful_crowd(rng, workers, tasks=60)
+    assert fit(answers).pairs_ == []
+    # Without the skills, their agreement would be a mystery.
+    assert Collusion().fit(answers).groups_ == [["expert1", "expert2"]]
+
+
+def test_a_popular_wrong_answer_on_hard_items_is_no_collusion() -> None:
+    rng = random.Random(4)
+    answers = []
+    for t in range(40):
+        task, z = f"i{t}/best", t % K
+        decoy = (z + 1) % K
+        hard = t % 3 == 0  # a third of the items tempt half the crowd to the same wrong answer
+        for n in range(12):
+            if hard and rng.random() < 0.5:
+                label = decoy
+            else:
+                label = z if rng.random() < 0.8 else rng.randrange(K)
+            answers.append((task, f"c{n}", label))
+    assert fit(answers).pairs_ == []
+
+
+def test_identical_explanations_convict_even_with_right_answers() -> None:
+    rng = random.Random(6)
+    truth, answers = careful_crowd(rng, {f"c{n}": 0.9 for n in range(8)})
+    texts = {(task, f"c{n}"): f"my own words {n} on {task}" for task in truth for n in range(8)}
+    for task in list(truth)[:3]:
+        texts[(task, "c1")] = texts[(task, "c2")] = "the same pasted explanation"
+    model = fit(answers, explanations=texts)
+    assert model.groups_ == [["c1", "c2"]]
+    assert model.pairs_[0]["same_explanations"] == 3
+
+
+def test_focus_tests_only_pairs_with_the_workers_named() -> None:
+    rng = random.Random(1)
+    truth, answers = careful_crowd(rng, {f"c{n}": 0.7 for n in range(10)})
+    for task in truth:
+        shared = rng.randrange(K)
+        answers += [(task, f"ring{n}", shared) for n in range(3)]
+    model = fit(answers, focus=["ring0"])
+    assert sorted(tuple(p["workers"]) for p in model.pairs_) == [
+        ("ring0", "ring1"), ("ring0", "ring2")]  # fmt: skip
+    assert model.groups_ == [["ring0", "ring1", "ring2"]]
+    assert model.tested_ == 13 * 12 // 2  # the correction counts every pair, focus or not
+
+
+def test_two_lenient_raters_agree_by_habit_and_two_copying_raters_do_not() -> None:
+    rng = random.Random(9)
+    answers = []
+    for t in range(30):
+        task, z = f"i{t}/fluency", rng.randint(1, 5)
+
+        def rate(offset: int = 0, z: int = z) -> int:
+            return min(5, max(1, z + offset + rng.choice((-1, 0, 0, 0, 1))))
+
+        answers += [(task, f"c{n}", rate()) for n in range(8)]
+        answers += [(task, w, rate(+1)) for w in ("lenient1", "lenient2")]
+        copied = rng.randint(1, 5)
+        answers += [(task, w, copied) for w in ("copy1", "copy2")]
+    model = fit(answers, ordinal=True)
+    assert model.groups_ == [["copy1", "copy2"]]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"min_shared": 0}, "min_shared"), ({"alpha": 1}, "alpha"),
+     ({"min_excess": "2"}, "min_excess"), ({"min_same_explanations": 0}, "min_same_explanations")],
+)  # fmt: skip
+def test_settings_are_checked(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Collusion(**kwargs)  # type: ignore[arg-type]
