@@ -8,8 +8,10 @@ bias), so no bad kind is caught by speed. For each HIT type, crowd mix and redun
 per item: 3, 5, 15) a study of synthetic items with known truth is played through the real web
 app while a real `crowd worker` runs the QC jobs (rules stop workers mid-run, as in
 production). Then we measure:
-- exclusion precision (bad workers among those excluded) and recall per bad kind;
-- careful and noisy workers excluded;
+- exclusion precision (bad workers among the bad and careful workers excluded) and recall
+  per bad kind;
+- careful and noisy workers excluded (noisy workers read but err often: neither bad nor
+  careful, they count in neither precision nor recall);
 - items a bad worker answered before QC stopped them (for drifters: after they drifted);
 - the accuracy of aggregated labels on real items against the truth, for every method, on
   every worker's labels and on the filtered set (QC's exclusions left out).
@@ -271,9 +273,10 @@ def detection(
     which rule)."""
     excluded = set(excluded_by)
     bad = {ext for ext, kind in kinds.items() if kind in BAD}
+    judged = {ext for ext, kind in kinds.items() if kind != "noisy"}
     out: dict[str, Any] = {
         "excluded": len(excluded),
-        "precision": _share(len(excluded & bad), len(excluded & set(kinds))),
+        "precision": _share(len(excluded & bad), len(excluded & judged)),
         "kinds": {},
     }
     for kind in (*BAD, *GOOD):
@@ -324,8 +327,8 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
             acc["before_stop"] += data["before_stop"]
             acc["rules"] += data["rules"]
     out["kinds"] = kinds
-    excluded = sum(k["excluded"] for k in kinds.values())
-    out["precision"] = _share(sum(kinds[k]["excluded"] for k in BAD), excluded)
+    caught_bad = sum(kinds[k]["excluded"] for k in BAD)
+    out["precision"] = _share(caught_bad, caught_bad + kinds["careful"]["excluded"])
     caught = [n for kind in BAD for n in kinds[kind]["before_stop"]]
     out["before_stop_median"] = statistics.median(caught) if caught else None
     for key in ("accuracy_all", "accuracy_filtered"):
@@ -368,7 +371,9 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
         f"items each, real items sized to the redundancy, {args.gold} gold and "
         f"{args.attention} attention items, attention rate 0.1, default QC settings; a live "
         f"`crowd worker` runs the QC jobs. {args.runs} run(s) per row (seeds from "
-        f"{args.seed}); exclusions are summed over runs. Recall cells: excluded / workers of "
+        f"{args.seed}); exclusions are summed over runs. Precision: bad workers among the "
+        "bad and careful workers excluded (noisy workers, who read but err often, are neither: "
+        "their exclusions have a column of their own). Recall cells: excluded / workers of "
         "the kind. Items before stop: median over the bad workers excluded (a drifter's "
         "counted from its drift).",
         "",

@@ -35,6 +35,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -111,11 +112,11 @@ class Collusion:
                 tasks_of.setdefault(worker, set()).add(task)
         texts = {key: text for key, text in (explanations or {}).items() if text}
         offsets = _offsets(by_task, consensus or {}) if self.ordinal else {}
-        candidates = [
-            (a, b)
-            for a, b in combinations(sorted(tasks_of), 2)
-            if len(tasks_of[a] & tasks_of[b]) >= self.min_shared
-        ]
+        # Tasks each pair shares, counted task by task (no pair that shares none is visited).
+        together: Counter[tuple[str, str]] = Counter()
+        for given in by_task.values():
+            together.update(combinations(sorted(given), 2))
+        candidates = sorted(pair for pair, n in together.items() if n >= self.min_shared)
         self.tested_ = len(candidates)
         wanted = None if focus is None else {str(w) for w in focus}
         self.pairs_ = []

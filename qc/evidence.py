@@ -116,22 +116,24 @@ def crowd_evidence(
     answers: Iterable[tuple[str, str, Hashable]],
     config: QcConfig,
     *,
-    tolerance: float = 0,
+    ordinal: bool = False,
     explanations: Mapping[tuple[str, str], str] | None = None,
     truth: Mapping[str, Hashable] | None = None,
     focus: Collection[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per worker: agreement with the crowd (whole record and recent window) and collusion.
 
-    `answers` are (task, worker, label) in answer-time order, a task being "item/question"
-    (real and gold items; attention checks dictate their answer); `explanations` map
-    (task, worker) to the worker's explanation there; `truth` gives the gold tasks' answers.
-    Collusion is tested for the pairs with a worker of `focus` (None: every pair). Keys:
-    agreement_n (tasks judged), agreement, agreement_chance, agreement_threshold
-    (chance + margin * (crowd - chance)),
-    agreement_below_prob (P(agreement < threshold)), recent_agreement and recent_below_prob
-    (the same over the last `window` tasks), collusion_partners (how many), collusion_group
-    (the sorted group the worker is in) and collusion_pairs (the evidence of each pair).
+    `answers` are (task, worker, label) in answer-time order, a task being "item/question";
+    `truth` gives the known answers (gold items, attention checks); `explanations` map
+    (task, worker) to the worker's explanation there; `ordinal`: the labels are points on a
+    scale, and one step off the truth counts as right. Collusion is tested for the pairs
+    with a worker of `focus` (None: every pair).
+    Keys: agreement_n (tasks judged), agreement (the estimated accuracy against the crowd's
+    posterior of the truth), agreement_chance (a random answer's), agreement_threshold
+    (chance + margin * (crowd - chance)), agreement_below_prob (P(accuracy < threshold)),
+    recent_agreement and recent_below_prob (the same over the last `window` tasks),
+    collusion_partners (how many), collusion_group (the sorted group the worker is in) and
+    collusion_pairs (the evidence of each pair).
 
     >>> from qc.config import parse_qc_config
     >>> answers = [(f"i{i}/best", w, i % 4) for i in range(12) for w in "abcde"]
@@ -145,7 +147,7 @@ def crowd_evidence(
     answers = list(answers)
     policy = config.crowd
     agreement = CrowdAgreement(
-        tolerance=tolerance, min_others=policy.min_others, window=policy.window,
+        tolerance=1 if ordinal else 0, min_others=policy.min_others, window=policy.window,
         margin=policy.margin,
     ).fit(answers, truth)  # fmt: skip
     texts = {
@@ -154,7 +156,7 @@ def crowd_evidence(
         if text and len(normalize_explanation(text)) >= config.anomalies.min_explanation_chars
     }
     collusion = Collusion(
-        ordinal=tolerance > 0, min_shared=policy.collusion_min_shared,
+        ordinal=ordinal, min_shared=policy.collusion_min_shared,
         alpha=policy.collusion_alpha,
     ).fit(answers, texts, agreement.skill_, focus, agreement.consensus_)  # fmt: skip
     group_of = {worker: group for group in collusion.groups_ for worker in group}

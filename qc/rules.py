@@ -201,7 +201,7 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
         ("collusion", "collusion_partners", 1, soft, {},
          "Shares answers (or explanations) with other workers far beyond chance."),
         ("below_crowd", "agreement_below_prob", credibility, soft, {"agreement_n": 8},
-         "Agreement with the crowd credibly closer to chance than to the crowd's."),
+         "Accuracy against the crowd credibly closer to chance than to the crowd's."),
         ("drifted", "recent_below_prob", drift, soft, {"agreement_n": 10},
          "Recent answers credibly closer to chance than to the crowd: stopped reading."),
         ("constant_answers", "constant_share", 0.9, soft, {"responses": 8},
@@ -276,7 +276,7 @@ _PHRASES: dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, Any]], str]]] 
     "agreement_below_prob": (
         ("agreement", "agreement_threshold", "agreement_chance", "agreement_n"),
         lambda e: (
-            f"agreed with the crowd on {_pct(e['agreement'])} of {e['agreement_n']} answers "
+            f"accuracy against the crowd {_pct(e['agreement'])} over {e['agreement_n']} answers "
             f"(chance {_pct(e['agreement_chance'])}, threshold {_pct(e['agreement_threshold'])}); "
             f"probability it is below the threshold {e['agreement_below_prob']:.2f}"
         ),
@@ -284,7 +284,7 @@ _PHRASES: dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, Any]], str]]] 
     "recent_below_prob": (
         ("recent_agreement", "agreement_threshold"),
         lambda e: (
-            f"agreed with the crowd on {_pct(e['recent_agreement'])} of the latest answers "
+            f"accuracy against the crowd {_pct(e['recent_agreement'])} over the latest answers "
             f"(threshold {_pct(e['agreement_threshold'])}); "
             f"probability it is below the threshold {e['recent_below_prob']:.2f}"
         ),

@@ -268,9 +268,10 @@ class HitType(ABC):
     # The gold accuracy of a uniform random answer, where the type knows it; types that set it
     # derive gold_threshold from it (qc.gold.threshold_from_chance).
     gold_chance: ClassVar[float | None] = None
-    # Labels within this distance agree when a worker is compared with the crowd
-    # (qc.agreement, qc.collusion); 0 for categories, 1 for ordinal scales.
-    agreement_tolerance: ClassVar[float] = 0
+    # Whether labels are points on a scale (ratings, boundary guesses): one step off the truth
+    # then counts as right against the crowd (qc.agreement), and collusion reads a worker's
+    # habits as offsets from the consensus, so two lenient raters are no pair.
+    ordinal_labels: ClassVar[bool] = False
     # How repeated labels are aggregated (qc.aggregation methods over answer_labels).
     aggregation_methods: ClassVar[tuple[str, ...]] = ("majority_vote", "dawid_skene", "mace")
     # Whether each method is fitted to each question on its own: a type whose questions differ

@@ -470,7 +470,7 @@ def crowd_metrics(
             if explanation:
                 explanations[(task, str(worker_id))] = explanation
     return crowd_evidence(
-        answers, config, tolerance=hit.agreement_tolerance, explanations=explanations,
+        answers, config, ordinal=hit.ordinal_labels, explanations=explanations,
         truth=truth, focus=None if focus is None else [str(w) for w in focus],
     )  # fmt: skip
 

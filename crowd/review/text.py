@@ -28,8 +28,9 @@ LABELS: dict[str, str] = {
     "gold_mean": "estimated accuracy",
     "gold_below_prob": "chance the accuracy is below the threshold",
     "gold_rate": "chance the next item is gold",
-    "agreement_below_prob": "chance the agreement is below the threshold",
-    "recent_below_prob": "chance the recent agreement is below the threshold",
+    "agreement_below_prob": "chance the accuracy against the crowd is below the threshold",
+    "recent_below_prob": "chance the recent accuracy is below the threshold",
+    "recent_agreement": "recent accuracy against the crowd",
     "min_seconds_for_text": "time the text needs",
     "chars_shown": "characters shown",
     "typing_ms": "typing time",
@@ -274,7 +275,7 @@ def figures(evidence: Mapping[str, Any], alike: Callable[[str], str] | None = No
                 f"{percent(e.get('agreement_chance'))}, "
                 f"threshold {percent(e.get('agreement_threshold'))})"
             )
-        add("agreement", "Agreement with the crowd", text)
+        add("agreement", "Accuracy against the crowd", text)
     for key in ("agreement_below_prob", "recent_agreement", "recent_below_prob"):
         if key in e:
             add(key, title(key), value_of(key, e[key]))

@@ -241,8 +241,7 @@ class BoundaryHit(HitType):
     # pairs), so the threshold is set from that chance level.
     gold_chance: ClassVar[float] = 0.28
     gold_threshold: ClassVar[float] = threshold_from_chance(gold_chance)
-    # Ordinal labels: one step off still agrees with the crowd (qc.agreement).
-    agreement_tolerance: ClassVar[float] = 1
+    ordinal_labels: ClassVar[bool] = True
     # A guess is the first sentence a reader calls machine-written: the first-change model
     # (per-reader false-alarm and detection rates) fits that better than any vote.
     aggregation_methods: ClassVar[tuple[str, ...]] = (

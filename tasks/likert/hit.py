@@ -246,8 +246,7 @@ class LikertHit(HitType):
     # a 5-point scale, a uniform guess 52% of the time (13 of the 25 pairs of ratings).
     gold_chance: ClassVar[float] = 0.52
     gold_threshold: ClassVar[float] = threshold_from_chance(gold_chance)
-    # Ordinal labels: one step off still agrees with the crowd (qc.agreement).
-    agreement_tolerance: ClassVar[float] = 1
+    ordinal_labels: ClassVar[bool] = True
     # Ratings are ordinal: their rounded mean beats any categorical vote (benchmarks/).
     aggregation_methods: ClassVar[tuple[str, ...]] = (
         "majority_vote", "dawid_skene", "mace", "ordinal_mean",

@@ -17,7 +17,7 @@ def fit(
     answers: list[tuple[str, str, int]], ordinal: bool = False, **kwargs: Any
 ) -> Collusion:
     """Collusion as QC runs it: with the skills and consensus of the agreement model."""
-    agreement = CrowdAgreement(tolerance=1 if ordinal else 0).fit(answers)
+    agreement = CrowdAgreement().fit(answers)
     return Collusion(ordinal=ordinal).fit(
         answers, skills=agreement.skill_, consensus=agreement.consensus_, **kwargs)
 

@@ -20,6 +20,7 @@ from crowd.settings import Settings
 from crowd.storage import Database, Delivery, DeliveryStatus, OutboxEvent, Worker
 from tests.conftest import join, passage
 from tests.crowd.delivery.test_signed import Received, Receiver
+from tests.crowd.quality.test_standing import ROFT_RULES
 from tests.crowd.work.test_assignments import play
 
 ALL_EVENTS = ["response.stored", "item.complete", "study.complete", "worker.blocked"]
@@ -132,12 +133,12 @@ def test_blocks_by_reviewers_and_by_rules_reach_the_webhook(
 ) -> None:
     study_id = make_study(
         [passage(f"p{i}", 2, n=3) for i in range(3)] + [passage("att", 3, n=3, kind="attention")],
-        {"annotations_per_item": 2, "attention_rate": 0.5},
+        {"annotations_per_item": 2, "attention_rate": 0.5, "qc": {"rules": ROFT_RULES}},
     )
     hook = subscribe(client, auth, study_id, receiver.url, ["worker.blocked"])
     careless = join(client, auth, external_id="careless")
     spammer = join(client, auth, external_id="spam")
-    # The careless worker fails the attention check: the default rule soft-blocks them.
+    # The careless worker fails the attention check: RoFT's rule soft-blocks them.
     play(client, careless, study_id, guess=2)
     play(client, careless, study_id, guess=2)
     play(client, spammer, study_id, guess=3)  # all human: passes a check if it gets one

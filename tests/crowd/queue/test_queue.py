@@ -24,6 +24,7 @@ from crowd.settings import Settings
 from crowd.storage import AuditEntry, Database, OutboxEvent, Report, StudyWorker, Worker
 from crowd.storage.outbox import RESPONSE_STORED, WORKER_BLOCKED
 from tests.conftest import join, passage
+from tests.crowd.quality.test_standing import ROFT_RULES
 from tests.crowd.work.test_assignments import play
 
 
@@ -73,7 +74,7 @@ def test_process_event_is_idempotent(
 ) -> None:
     study_id = make_study(
         [passage("a", 2, n=3), passage("att", 3, n=3, kind="attention")],
-        {"annotations_per_item": 1, "attention_rate": 0.5},
+        {"annotations_per_item": 1, "attention_rate": 0.5, "qc": {"rules": ROFT_RULES}},
     )
     who = join(client, auth)
     play(client, who, study_id, guess=2)

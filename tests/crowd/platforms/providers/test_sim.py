@@ -10,12 +10,14 @@ from crowd.platforms.providers.sim import SimulatedCrowd
 from crowd.storage import Database, Response, Study
 from crowd.studies.lifecycle import get_study
 from crowd.studies.reports import excluded_workers, platform_rows
+from tests.crowd.quality.test_standing import ROFT_RULES
 
 
 def test_a_simulated_crowd_plays_and_the_failers_are_caught(
     live_server: Any, api_key: str, make_study: Any, db: Database, sample_items: list[Any]
 ) -> None:
-    study_id = make_study(sample_items, {"annotations_per_item": 2, "attention_rate": 0.1})
+    config = {"annotations_per_item": 2, "attention_rate": 0.1, "qc": {"rules": ROFT_RULES}}
+    study_id = make_study(sample_items, config)
     mix = {"careful": 3, "always_human": 1, "attention_failer": 2}
     crowd = SimulatedCrowd(
         live_server.url,
