@@ -217,9 +217,16 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
          "Explanation appeared faster than it can be typed."),
     ]  # fmt: skip
     return tuple(
-        Rule(name, metric, ">=", threshold, action, min_evidence, description)
+        Rule(name, metric, ">=", threshold, action, min_evidence, description,
+             live_only=name in CROWD_RULES)  # fmt: skip
         for name, metric, threshold, action, min_evidence, description in table
     )
+
+
+# The rules that compare a worker with the crowd judge live workers only: an imported rater
+# group (experts, an LLM, an old batch) that disagrees with the crowd is what a rater-group
+# comparison is there to show, not a bad worker.
+CROWD_RULES = frozenset({"collusion", "below_crowd", "drifted"})
 
 
 DEFAULT_RULES: tuple[Rule, ...] = default_rules()

@@ -9,8 +9,7 @@ import pytest
 
 from qc.agreement import CrowdAgreement
 from qc.collusion import Collusion
-
-K = 4
+from tests.qc.test_agreement import K, crowd
 
 
 def fit(
@@ -22,25 +21,19 @@ def fit(
         answers, skills=agreement.skill_, consensus=agreement.consensus_, **kwargs)
 
 
-def careful_crowd(
-    rng: random.Random, workers: dict[str, float], tasks: int = 30
-) -> tuple[dict[str, int], list[tuple[str, str, int]]]:
-    truth = {f"i{t}/best": rng.randrange(K) for t in range(tasks)}
-    answers = [
-        (task, worker, z if rng.random() < p else rng.randrange(K))
-        for task, z in truth.items()
-        for worker, p in workers.items()
-    ]
-    return truth, answers
+def ring(rng: random.Random, truth: dict[str, int], size: int) -> list[tuple[str, str, int]]:
+    """A group that copies one random answer per task."""
+    answers = []
+    for task in truth:
+        shared = rng.randrange(K)
+        answers += [(task, f"ring{n}", shared) for n in range(size)]
+    return answers
 
 
 def test_a_group_sharing_random_answers_is_found_whole_and_alone() -> None:
     rng = random.Random(1)
-    truth, answers = careful_crowd(rng, {f"c{n}": 0.7 for n in range(12)})
-    for task in truth:
-        shared = rng.randrange(K)
-        answers += [(task, f"ring{n}", shared) for n in range(4)]
-    model = fit(answers)
+    truth, answers = crowd(rng, {f"c{n}": 0.7 for n in range(12)}, tasks=30)
+    model = fit(answers + ring(rng, truth, 4))
     assert model.groups_ == [["ring0", "ring1", "ring2", "ring3"]]
     assert len(model.pairs_) == 6 and model.tested_ == 16 * 15 // 2
     pair = model.pairs_[0]
@@ -50,7 +43,7 @@ def test_a_group_sharing_random_answers_is_found_whole_and_alone() -> None:
 def test_experts_agree_because_they_are_right_and_are_not_colluders() -> None:
     rng = random.Random(2)
     workers = {f"c{n}": 0.55 for n in range(10)} | {"expert1": 0.97, "expert2": 0.97}
-    _, answers = careful_crowd(rng, workers, tasks=60)
+    _, answers = crowd(rng, workers, tasks=60)
     assert fit(answers).pairs_ == []
     # Without the skills, their agreement would be a mystery.
     assert Collusion().fit(answers).groups_ == [["expert1", "expert2"]]
@@ -74,7 +67,7 @@ def test_a_popular_wrong_answer_on_hard_items_is_no_collusion() -> None:
 
 def test_identical_explanations_convict_even_with_right_answers() -> None:
     rng = random.Random(6)
-    truth, answers = careful_crowd(rng, {f"c{n}": 0.9 for n in range(8)})
+    truth, answers = crowd(rng, {f"c{n}": 0.9 for n in range(8)}, tasks=30)
     texts = {(task, f"c{n}"): f"my own words {n} on {task}" for task in truth for n in range(8)}
     for task in list(truth)[:3]:
         texts[(task, "c1")] = texts[(task, "c2")] = "the same pasted explanation"
@@ -85,11 +78,8 @@ def test_identical_explanations_convict_even_with_right_answers() -> None:
 
 def test_focus_tests_only_pairs_with_the_workers_named() -> None:
     rng = random.Random(1)
-    truth, answers = careful_crowd(rng, {f"c{n}": 0.7 for n in range(10)})
-    for task in truth:
-        shared = rng.randrange(K)
-        answers += [(task, f"ring{n}", shared) for n in range(3)]
-    model = fit(answers, focus=["ring0"])
+    truth, answers = crowd(rng, {f"c{n}": 0.7 for n in range(10)}, tasks=30)
+    model = fit(answers + ring(rng, truth, 3), focus=["ring0"])
     assert sorted(tuple(p["workers"]) for p in model.pairs_) == [
         ("ring0", "ring1"), ("ring0", "ring2")]  # fmt: skip
     assert model.groups_ == [["ring0", "ring1", "ring2"]]

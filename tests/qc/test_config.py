@@ -54,8 +54,10 @@ def test_rules_list_replaces_the_defaults() -> None:
     [rule] = config.rules
     assert (rule.name, rule.action, rule.min_evidence) == ("slow_gold", Action.STOP, {"gold_n": 5})
     assert parse_qc_config({"rules": []}).rules == ()
-    # Every rule applies to every rater group unless it says it judges live workers only.
-    assert all(not rule.live_only for rule in parse_qc_config(None).rules)
+    # Every rule applies to every rater group unless it says it judges live workers only (of
+    # the defaults, those comparing a worker with the crowd).
+    assert {r.name for r in parse_qc_config(None).rules if r.live_only} == {
+        "collusion", "below_crowd", "drifted"}  # fmt: skip
     [live] = parse_qc_config({"rules": [raw_rule | {"live_only": True}]}).rules
     assert live.live_only is True
     with pytest.raises(ValueError, match=r"qc.rules\[0\]: rule 'slow_gold': live_only must be"):

@@ -16,7 +16,7 @@ from crowd.quality import standing as quality
 from crowd.storage import AuditEntry, Database, Study, StudyWorker, Worker
 from tests.conftest import join
 
-ITEMS = 24
+ITEMS = 36
 CAREFUL = [f"careful{n}" for n in range(7)]
 RING = ["ring0", "ring1", "ring2"]
 
@@ -83,7 +83,7 @@ def test_random_clickers_and_a_ring_are_excluded_by_the_crowd_rules(
         for name in RING:
             assert rows[name].excluded_by == "rule:collusion", name
             assert rows[name].evidence["collusion_group"] == sorted(ids[n] for n in RING)
-        assert rows["random"].excluded_by == "rule:below_crowd"
+        assert rows["random"].excluded_by == "rule:below_crowd", rows["random"].evidence
         assert rows["random"].evidence["agreement_below_prob"] >= 0.95
         assert rows["random"].evidence["agreement_chance"] is not None
         for name in CAREFUL:
