@@ -314,6 +314,11 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _count(value: float | None) -> str:
+    """A median count as the table shows it: 13, 9.5."""
+    return "n/a" if value is None else f"{value:g}"
+
+
 def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Runs of one scenario (seeds): exclusions summed, precision over the sum, means of
     label accuracy."""
@@ -389,7 +394,7 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
             + " | ".join(cells)
             + f" | {kinds['careful']['excluded']}/{kinds['careful']['n']}"
             f" | {kinds['noisy']['excluded']}/{kinds['noisy']['n']}"
-            f" | {_fmt(r['before_stop_median'])} |"
+            f" | {_count(r['before_stop_median'])} |"
         )
     lines += [
         "",

@@ -133,7 +133,8 @@ class CrowdAgreement:
             for block in blocks:
                 block.judge(skill)
             skill = _update(blocks, skill)
-        # Each worker's evidence in answer order: (q of their label, K) per judged task.
+        # Each worker's evidence in answer order, per judged task: (the posterior that their
+        # label is right, the chance a uniform guess would be).
         position = {key: n for n, key in enumerate(order)}
         rows = sorted(
             (position[(block.tasks[block.task[j]], workers[block.worker[j]])],
