@@ -41,6 +41,7 @@ from crowd.storage import (
 )
 from crowd.studies.lifecycle import create_study, get_study, import_items
 from tests.conftest import SECRET
+from tests.crowd.quality.test_standing import ROFT_RULES
 from tests.crowd.web.conftest import TIMEOUT_MS
 
 PASSWORD = "correct-horse-battery"
@@ -80,7 +81,8 @@ def play_and_check(db: Database, base_url: str, api_key: str) -> None:
     records = sample_records()
     real = [r for r in records if r.get("kind", "real") == "real"][:16]
     items = real + [r for r in records if r.get("kind") == "attention"]
-    config = {"annotations_per_item": 2, "attention_rate": 0.25}
+    # RoFT's one-failure filter, so that the failers, and only they, are excluded in 7 items.
+    config = {"annotations_per_item": 2, "attention_rate": 0.25, "qc": {"rules": ROFT_RULES}}
     with db.session() as session:
         experimenter = authenticate(session, api_key)
         study = create_study(session, experimenter, "test study", "boundary", config)

@@ -359,3 +359,24 @@ def test_a_textcollection_callback_lists_each_respondents_answers_in_field_order
         assert list(response["annotations"]) == order
     assert sent["response"]["responses"][1]["Keyword Feedback"] == "said by w2"
     assert sent["task"]["task_id"] == task.id
+
+
+def test_a_canceled_textcollection_task_is_listed_as_canceled_and_never_served(
+    scale: ScaleClient, live_server: Any, api_key: str
+) -> None:
+    study_id = one_answer_project(scale, "forms", TaskType.TextCollection)
+    tasks = [scale.create_task(TaskType.TextCollection, project="forms", fields=FIELDS,
+                               attachments=[{"type": "text", "content": text}])
+             for text in ("first answer", "second answer")]  # fmt: skip
+    assert scale.cancel_task(tasks[0].id).status == "canceled"
+    assert scale.get_task(tasks[0].id).status == "canceled"
+    with pytest.raises(ScaleInvalidRequest):  # a canceled task has nothing to audit
+        scale.audit_task(tasks[0].id, True)
+    assert [t.id for t in scale.get_tasks(project_name="forms", status=TaskStatus.Canceled)] == [
+        tasks[0].id]  # fmt: skip
+    publish(live_server.url, api_key, study_id)
+    crowd = FormCrowd(live_server.url, api_key)
+    answer = {"Helpfulness": ["3"], "Harmlessness": ["4"], "Keyword Feedback": "fine"}
+    page = crowd.fill("w1", study_id, answer)
+    assert page is not None and page["attachments"][-1]["content"] == "second answer"
+    assert crowd.fill("w2", study_id, answer) is None  # the canceled one is not served
