@@ -150,11 +150,9 @@ def crowd_evidence(
         tolerance=1 if ordinal else 0, min_others=policy.min_others, window=policy.window,
         margin=policy.margin,
     ).fit(answers, truth)  # fmt: skip
-    texts = {
-        key: normalize_explanation(text)
-        for key, text in (explanations or {}).items()
-        if text and len(normalize_explanation(text)) >= config.anomalies.min_explanation_chars
-    }
+    normalized = {key: normalize_explanation(text) for key, text in (explanations or {}).items()}
+    shortest = config.anomalies.min_explanation_chars
+    texts = {key: text for key, text in normalized.items() if len(text) >= shortest}
     collusion = Collusion(
         ordinal=ordinal, min_shared=policy.collusion_min_shared,
         alpha=policy.collusion_alpha,
