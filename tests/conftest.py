@@ -11,13 +11,14 @@ import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
 from click.testing import CliRunner
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import text
+from sqlalchemy import create_engine, make_url, text
 
 from crowd.accounts import authenticate, create_api_key
 from crowd.app import create_app
@@ -29,6 +30,38 @@ from crowd.storage import Database, Study
 from crowd.studies.lifecycle import create_study, import_items
 
 SECRET = "test-secret-key-that-is-long-enough-to-sign-tokens"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist each worker process gets a PostgreSQL database and a Redis database
+    of its own (test_gw0, test_gw1, ... beside CROWD_TEST_DATABASE_URL's; Redis databases
+    counted down from CROWD_TEST_REDIS_URL's), so tests that reset them never meet."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    n = int(worker.removeprefix("gw"))
+    url = os.environ.get("CROWD_TEST_DATABASE_URL")
+    if url and url.startswith("postgresql"):
+        base = make_url(url)
+        name = f"{base.database}_{worker}"
+        admin = create_engine(base, isolation_level="AUTOCOMMIT")
+        with admin.connect() as connection:
+            exists = connection.execute(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}
+            ).first()
+            if not exists:
+                connection.execute(text(f'CREATE DATABASE "{name}"'))
+        admin.dispose()
+        os.environ["CROWD_TEST_DATABASE_URL"] = base.set(database=name).render_as_string(
+            hide_password=False
+        )
+    redis_url = os.environ.get("CROWD_TEST_REDIS_URL")
+    if redis_url:
+        parsed = urlsplit(redis_url)
+        number = int(parsed.path.strip("/") or 0) - n
+        if number < 0:
+            raise pytest.UsageError(f"CROWD_TEST_REDIS_URL's database leaves no room for {worker}")
+        os.environ["CROWD_TEST_REDIS_URL"] = urlunsplit(parsed._replace(path=f"/{number}"))
 
 
 def free_port() -> int:

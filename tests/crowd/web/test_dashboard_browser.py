@@ -143,7 +143,10 @@ def test_a_new_experimenter_runs_a_study_from_a_csv_without_the_cli(
     page.click("#preview-link")
     frame = page.frame_locator("#worker-frame")
     expect(frame.locator("#study-title")).to_contain_text("Pick the kindest reply")
+    # The page shows its Start button or, once joined, the first item: wait for either (a
+    # look at the button before the page has drawn it would miss it on a busy machine).
     start = frame.locator("#join-button")
+    expect(frame.locator("#join-button:visible, #query:not(:empty)").first).to_be_visible()
     if start.is_visible():
         start.click()
     expect(frame.locator("#query")).to_have_text(QUERIES[0][0])
