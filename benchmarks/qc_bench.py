@@ -27,6 +27,7 @@ import math
 import os
 import platform
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -39,7 +40,7 @@ from typing import Any
 
 from qc_crowd import DRIFT_AFTER, BenchCrowd
 from results_md import write_block
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -251,19 +252,52 @@ def run_scenario(
         for rule in excluded_by.values():
             by_rule[str(rule)] = by_rule.get(str(rule), 0) + 1
         truth = truth_labels(hit_type, records)
-        for filtered, key in ((False, "accuracy_all"), (True, "accuracy_filtered")):
-            labels.aggregate_study(session, study, filtered=filtered, methods=labels.METHODS)
-            out[key] = {
-                method: label_accuracy(data["labels"], truth)
-                for method, data in labels.stored(session, study_id).items()
-            }
-        out.update(
-            hit_type=hit_type, mix=mix_name, redundancy=redundancy, errors=len(result.errors),
-            seconds=round(elapsed, 1), responses=sum(answered.values()),
-            excluded_by=dict(sorted(by_rule.items())),
-        )  # fmt: skip
+        labels.aggregate_study(session, study, filtered=True, methods=labels.METHODS)
+        kept = {m: data["labels"] for m, data in labels.stored(session, study_id).items()}
+    without = without_qc(data_dir / "c.db", study_id, redundancy)
+    # On the tasks both arms label (an item answered by excluded workers only, and not yet
+    # again, has no label with QC).
+    for key, found in (("accuracy_all", without), ("accuracy_filtered", kept)):
+        out[key] = {
+            method: label_accuracy({t: v for t, v in got.items() if t in kept.get(method, {})
+                                    and t in without.get(method, {})}, truth)
+            for method, got in found.items()
+        }  # fmt: skip
+    out.update(
+        hit_type=hit_type, mix=mix_name, redundancy=redundancy, errors=len(result.errors),
+        seconds=round(elapsed, 1), responses=sum(answered.values()),
+        excluded_by=dict(sorted(by_rule.items())),
+    )  # fmt: skip
     db.dispose()
     return out
+
+
+def without_qc(path: Path, study_id: int, redundancy: int) -> dict[str, dict[str, Any]]:
+    """The labels of every method without QC: what the study had with each item's first
+    `redundancy` answers, everyone's (a study without QC neither leaves answers out nor asks
+    for them again), aggregated on a copy of the database."""
+    copy = path.with_name("without-qc.db")
+    shutil.copyfile(path, copy)
+    db = Database(f"sqlite:///{copy}")
+    with db.session() as session:
+        ranked = (
+            select(
+                Response.id,
+                func.row_number()
+                .over(partition_by=Response.item_id, order_by=(Response.created_at, Response.id))
+                .label("n"),
+            )
+            .join(Item, Item.id == Response.item_id)
+            .where(Response.study_id == study_id, Item.kind == ItemKind.REAL)
+            .subquery()
+        )
+        late = select(ranked.c.id).where(ranked.c.n > redundancy)
+        session.execute(delete(Response).where(Response.id.in_(late)))
+        study = get_study(session, study_id)
+        labels.aggregate_study(session, study, filtered=False, methods=labels.METHODS)
+        found = {m: data["labels"] for m, data in labels.stored(session, study_id).items()}
+    db.dispose()
+    return found
 
 
 def detection(
@@ -398,8 +432,10 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
         )
     lines += [
         "",
-        "Accuracy of aggregated labels on real items against the truth: every worker's labels, "
-        "then the filtered set (QC's exclusions left out) after the arrow:",
+        "Accuracy of aggregated labels on real items against the truth, without QC (each "
+        "item's first answers up to the redundancy, everyone's) and after the arrow with QC "
+        "(the answers of the workers QC kept, excluded workers' answers asked for again), on "
+        "the items both label:",
         "",
         "| HIT type | mix | answers per item | " + " | ".join(METHOD_NAMES.values()) + " |",
         "|---|---|---|" + "---|" * len(METHOD_NAMES),

@@ -14,11 +14,22 @@ so a task whose truth the others settle (q near 0 or 1) is a full test, and one 
 open (q = 1/K) says nothing. For ordinal labels (a rating, a boundary guess) "right" means
 within `tolerance` of the truth: q_t(x) is then the posterior mass near x, and 1/K becomes the
 share of labels near the truth (the truth itself is still inferred from exact labels, which
-keeps its posterior sharp). The product over the worker's tasks, with a uniform prior, is the
-posterior of p (on a grid), so the rule waits for credible evidence and needs less of it where
-the crowd is sure; the same posterior over the last `window` tasks, by answer time, shows
-drift (a worker who stops reading). A random clicker's accuracy is the chance level (1/K, or
-the share of labels within tolerance), whatever the crowd.
+keeps its posterior sharp). The product over the worker's tasks, times a prior, is the posterior
+of p (on a grid), so the rule waits for credible evidence and needs less of it where the crowd
+is sure; the same posterior over the last `window` tasks, by answer time, shows drift (a
+worker who stops reading).
+
+The prior is the crowd's own: the distribution of accuracies among the study's workers,
+estimated from all their likelihoods at once (empirical Bayes: the nonparametric maximum
+likelihood estimate of Kiefer & Wolfowitz, Ann. Math. Stat. 27, 1956, by EM on the grid),
+mixed with a uniform prior by how many workers it rests on. A uniform prior spreads its mass
+over every accuracy, so ten answers at chance still leave room for "a bit worse than the
+crowd"; a real crowd is clustered (people who read, people who do not), and with the crowd's
+prior the same ten answers say which cluster a worker is in. No accuracy is ever ruled out:
+the uniform share keeps every value possible.
+
+A random clicker's accuracy is the chance level (1/K, or the share of labels within
+tolerance), whatever the crowd.
 
 A worker no better than chance weighs nothing in the others' posteriors (their likelihood is
 flat), so random clickers do not shape the consensus. The accuracies used as weights are
@@ -36,7 +47,7 @@ Example:
     >>> answers += [(f"t{i}/q", "r", (i * 7 + 1) % 3) for i in range(12)]
     >>> model = CrowdAgreement().fit(answers)
     >>> round(model.agreement_["a"], 2), round(model.agreement_["r"], 2)
-    (0.93, 0.07)
+    (0.98, 0.03)
     >>> model.prob_below("r", model.threshold("r")) > 0.99
     True
 """
@@ -56,9 +67,15 @@ _START = 0.7
 _CLIP = (0.02, 0.98)
 # The accuracies a posterior is computed at (midpoints of 400 equal steps).
 _GRID = (np.arange(400) + 0.5) / 400
+_UNIFORM = np.full(len(_GRID), 1 / len(_GRID))
 # How much an agreement on a real item counts, against an answer whose truth is known, in the
 # accuracy that weighs a worker's labels in the others' posteriors.
 REAL_WEIGHT = 0.3
+# The crowd's prior rests on its workers: with W of them it has weight W / (W + this), the
+# uniform prior the rest, so a handful of workers barely move it.
+PRIOR_WORKERS = 10
+# EM rounds of the crowd's prior (it is a smooth function of the likelihoods; 200 settle it).
+_PRIOR_ROUNDS = 200
 
 
 @dataclass
@@ -77,7 +94,8 @@ class CrowdAgreement:
     Fitted: n_ (tasks judged per worker), agreement_ (the posterior mean of the worker's
     accuracy), chance_ (a random answer's accuracy on the same tasks), skill_ (the accuracy
     that weighs the worker in others' posteriors), consensus_ (task -> the most probable
-    truth from every answer, or the known answer), crowd_ (the crowd's level).
+    truth from every answer, or the known answer), crowd_ (the crowd's level), prior_ (the
+    crowd's prior of an accuracy, on the grid `GRID`).
     """
 
     tolerance: float = 0
@@ -91,6 +109,7 @@ class CrowdAgreement:
     skill_: dict[str, float] = field(default_factory=dict, init=False)
     consensus_: dict[str, Hashable] = field(default_factory=dict, init=False)
     crowd_: float | None = field(default=None, init=False)
+    prior_: np.ndarray = field(default_factory=lambda: _UNIFORM, init=False, repr=False)
     _evidence: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -146,8 +165,11 @@ class CrowdAgreement:
         for _, w, q, chance in rows:
             evidence.setdefault(int(w), []).append((float(q), float(chance)))
         self._evidence = {workers[w]: np.array(e) for w, e in evidence.items()}
+        self.prior_ = _crowd_prior([_likelihood(e) for e in self._evidence.values()])
         self.n_ = {w: len(e) for w, e in self._evidence.items()}
-        self.agreement_ = {w: float(_posterior(e) @ _GRID) for w, e in self._evidence.items()}
+        self.agreement_ = {
+            w: float(self._posterior(e) @ _GRID) for w, e in self._evidence.items()
+        }
         self.chance_ = {w: float(np.mean(e[:, 1])) for w, e in self._evidence.items()}
         self.skill_ = dict(zip(workers, map(float, skill), strict=True))
         lead = {w: (self.agreement_[w] - self.chance_[w]) * self.n_[w] for w in self.n_}
@@ -205,7 +227,7 @@ class CrowdAgreement:
         if evidence is None:
             return None, 0
         last = evidence[-self.window :]
-        return float(_posterior(last) @ _GRID), len(last)
+        return float(self._posterior(last) @ _GRID), len(last)
 
     def prob_below(self, worker: str, threshold: float, recent: bool = False) -> float:
         """P(accuracy < threshold) under the posterior (of the recent window's tasks)."""
@@ -213,7 +235,13 @@ class CrowdAgreement:
         if recent:
             evidence = evidence[-self.window :]
         below = _GRID < threshold  # noqa: SIM300 (the grid's points below the threshold)
-        return float(_posterior(evidence)[below].sum())
+        return float(self._posterior(evidence)[below].sum())
+
+    def _posterior(self, evidence: np.ndarray) -> np.ndarray:
+        """The posterior of an accuracy on the grid from (q, chance) rows: the crowd's prior
+        times the rows' likelihood."""
+        post = self.prior_ * _likelihood(evidence)
+        return post / post.sum()
 
 
 def _update(blocks: list[_Question], skill: np.ndarray) -> np.ndarray:
@@ -243,13 +271,36 @@ def _loglik(near: np.ndarray, chance: np.ndarray) -> np.ndarray:
     return np.log(q * _GRID + (1 - q) * (1 - _GRID) * c / (1 - c) + 1e-12)
 
 
-def _posterior(evidence: np.ndarray) -> np.ndarray:
-    """The posterior of the accuracy on the grid, uniform prior, from (q, K) rows."""
+def _likelihood(evidence: np.ndarray) -> np.ndarray:
+    """The likelihood of an accuracy on the grid from (q, chance) rows, scaled to a maximum
+    of 1 (flat without rows)."""
     if len(evidence) == 0:
-        return np.full(len(_GRID), 1 / len(_GRID))
+        return np.ones(len(_GRID))
     loglik = _loglik(evidence[:, 0], evidence[:, 1]).sum(axis=0)
-    post = np.exp(loglik - loglik.max())
-    return post / post.sum()
+    return np.exp(loglik - loglik.max())
+
+
+def _crowd_prior(likelihoods: list[np.ndarray]) -> np.ndarray:
+    """The distribution of accuracies among workers with these likelihoods (the NPMLE, by EM:
+    each round, the mean of the workers' posteriors under the last estimate), mixed with the
+    uniform prior by weight W / (W + PRIOR_WORKERS).
+
+    >>> at = lambda p: np.exp(-((_GRID - p) ** 2) / 0.002)
+    >>> prior = _crowd_prior([at(0.25)] * 20 + [at(0.8)] * 20)
+    >>> [round(float(prior[_GRID < 0.5].sum()), 2), round(float(prior[_GRID >= 0.5].sum()), 2)]
+    [0.5, 0.5]
+    >>> round(float(prior[(_GRID > 0.4) & (_GRID < 0.6)].sum()), 2)  # the uniform share
+    0.04
+    """
+    if not likelihoods:
+        return _UNIFORM
+    like = np.array(likelihoods)
+    crowd = _UNIFORM
+    for _ in range(_PRIOR_ROUNDS):
+        post = like * crowd
+        crowd = (post / post.sum(axis=1, keepdims=True)).mean(axis=0)
+    weight = len(likelihoods) / (len(likelihoods) + PRIOR_WORKERS)
+    return weight * crowd + (1 - weight) * _UNIFORM
 
 
 @dataclass

@@ -175,6 +175,7 @@ class WorkerSignals:
             "responses": n,
             "too_fast_n": too_fast,
             "too_fast_share": too_fast / n if n else None,
+            "constant_n": len(surfaces),
             "constant_share": constant_share,
             "constant_value": constant_value,
             "longest_run": longest,

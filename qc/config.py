@@ -50,8 +50,10 @@ class GoldPolicy:
 
     threshold: lowest acceptable gold accuracy; credibility: posterior probability needed to
     call a worker below threshold; min_gold: gold answers needed before any decision;
-    trusted: accuracy above which gold serving tapers; min_rate/max_rate: bounds of the gold
-    serving rate; prior: Beta prior (alpha, beta) on a worker's gold accuracy.
+    trusted: accuracy above which gold serving tapers (until the crowd has judged the worker:
+    then their doubt against the crowd sets the rate, see `qc.gold.gold_rate`);
+    min_rate/max_rate: bounds of the gold serving rate; prior: Beta prior (alpha, beta) on a
+    worker's gold accuracy.
     """
 
     threshold: float = 0.5
@@ -59,7 +61,7 @@ class GoldPolicy:
     min_gold: int = 3
     trusted: float = 0.8
     min_rate: float = 0.05
-    max_rate: float = 0.5
+    max_rate: float = 0.75
     prior: tuple[float, float] = (1.0, 1.0)
 
     def __post_init__(self) -> None:
@@ -120,7 +122,10 @@ class CrowdPolicy:
     margin: where a worker's threshold sits between chance (0) and the crowd's agreement (1);
     window: the recent tasks whose agreement shows drift; min_others: other answers a task
     needs before it tests a worker's agreement; collusion_alpha: the family-wise chance of
-    calling an independent pair colluders; collusion_min_shared: tasks a pair must share.
+    calling an independent pair colluders; collusion_min_shared: tasks a pair must share;
+    replace_excluded: ask other workers again for the real answers of a live worker who is
+    excluded (by a rule or a reviewer) or blocked, so each item still gets its target of
+    answers that count.
     """
 
     margin: float = 0.5
@@ -128,6 +133,7 @@ class CrowdPolicy:
     min_others: int = 2
     collusion_alpha: float = 1e-3
     collusion_min_shared: int = 4
+    replace_excluded: bool = True
 
     def __post_init__(self) -> None:
         _check_share("qc.crowd.margin", self.margin)
@@ -136,6 +142,8 @@ class CrowdPolicy:
         if not _is_number(self.collusion_alpha) or not 0 < self.collusion_alpha < 1:
             raise ValueError("qc.crowd.collusion_alpha must be a number between 0 and 1")
         _check_count("qc.crowd.collusion_min_shared", self.collusion_min_shared, 1)
+        if not isinstance(self.replace_excluded, bool):
+            raise ValueError("qc.crowd.replace_excluded must be true or false")
 
 
 @dataclass(frozen=True)

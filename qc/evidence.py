@@ -94,13 +94,15 @@ def worker_evidence(
             "gold_accuracy": gold_sum[worker] / n_gold if n_gold else None,
             "gold_mean": gold.mean(worker),
             "gold_below_prob": gold.prob_below(worker, policy.threshold) if n_gold else None,
-            "gold_rate": gold_rate(alpha, beta, policy),
             "evidence": signals.signals_[worker],
             "source": LIVE if worker in live else IMPORTED,
             "rater_groups": sorted(groups.get(worker, ())),
             **NO_CROWD,
             **(crowd or {}).get(worker, {}),
         }
+        out[worker]["gold_rate"] = gold_rate(
+            alpha, beta, policy, out[worker]["agreement_below_prob"]
+        )
     return out
 
 

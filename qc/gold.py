@@ -139,18 +139,34 @@ def _check_unit(name: str, value: float) -> None:
         raise ValueError(f"{name} must be a number between 0 and 1, got {value!r}")
 
 
-def gold_rate(alpha: float, beta: float, policy: GoldPolicy) -> float:
-    """Probability of serving a gold item next, given the worker's Beta(alpha, beta) posterior.
+def gold_rate(
+    alpha: float, beta: float, policy: GoldPolicy, crowd_doubt: float | None = None
+) -> float:
+    """Probability of serving a gold item next, given the worker's Beta(alpha, beta) posterior
+    of gold accuracy and, once they have been compared with the crowd, `crowd_doubt`: the
+    probability that their accuracy is below the crowd's threshold (qc.agreement).
 
-    rate = min_rate + (max_rate - min_rate) * P(accuracy < trusted): new or doubtful workers
-    see gold near max_rate, and workers credibly above `trusted` taper to min_rate.
+    rate = min_rate + (max_rate - min_rate) * doubt. Before any comparison with the crowd,
+    doubt is P(gold accuracy < trusted): new workers see gold near max_rate, and workers
+    credibly above `trusted` taper to min_rate. After it, doubt is the larger of crowd_doubt
+    and P(gold accuracy < threshold): a worker the crowd vouches for does real work, one it
+    doubts meets gold (each a full test) until the rules can decide, and one whose gold
+    answers are poor keeps meeting gold whatever the crowd says.
 
     >>> policy = GoldPolicy()
     >>> round(gold_rate(1, 1, policy), 3), round(gold_rate(21, 1, policy), 3)
-    (0.41, 0.054)
+    (0.61, 0.056)
+    >>> round(gold_rate(4, 2, policy, crowd_doubt=0.01), 3)  # 3 of 4 gold right, crowd agrees
+    0.181
+    >>> round(gold_rate(4, 2, policy, crowd_doubt=0.7), 3)
+    0.54
     """
     _check_prior((alpha, beta))
-    doubt = float(stats.beta.cdf(policy.trusted, alpha, beta))
+    if crowd_doubt is None:
+        doubt = float(stats.beta.cdf(policy.trusted, alpha, beta))
+    else:
+        _check_unit("crowd_doubt", crowd_doubt)
+        doubt = max(crowd_doubt, float(stats.beta.cdf(policy.threshold, alpha, beta)))
     return policy.min_rate + (policy.max_rate - policy.min_rate) * doubt
 
 

@@ -34,6 +34,7 @@ METRICS: tuple[str, ...] = (
     "responses",
     "too_fast_n",
     "too_fast_share",
+    "constant_n",
     "constant_share",
     "longest_run",
     "repeated_explanations",
@@ -204,7 +205,9 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
          "Accuracy against the crowd credibly closer to chance than to the crowd's."),
         ("drifted", "recent_below_prob", drift, soft, {"agreement_n": 10},
          "Recent answers credibly closer to chance than to the crowd: stopped reading."),
-        ("constant_answers", "constant_share", 0.9, soft, {"responses": 8},
+        # Counted over the answers the worker chose (real and gold items; an attention check
+        # dictates its answer), so a few choices among many checks never look constant.
+        ("constant_answers", "constant_share", 0.9, soft, {"constant_n": 8},
          "Gave the same answer almost every time."),
         ("too_fast", "too_fast_share", 0.5, soft, {"responses": 5},
          "Answered at least half the items faster than the text can be read."),
@@ -270,10 +273,10 @@ _PHRASES: dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, Any]], str]]] 
         ),
     ),
     "constant_share": (
-        ("constant_value", "responses"),
+        ("constant_value", "constant_n"),
         lambda e: (
             f"gave the same answer ({e['constant_value']!r}) "
-            f"in {_pct(e['constant_share'])} of {e['responses']} responses"
+            f"in {_pct(e['constant_share'])} of {e['constant_n']} answers of their own choice"
         ),
     ),
     "too_fast_share": (

@@ -310,13 +310,6 @@ class HitType(ABC):
         value = expected.get(expected_field)
         return {} if value is None else {expected_field: int(value)}
 
-    def attention_labels(
-        self, expected: Mapping[str, Any], answer: Mapping[str, Any]
-    ) -> dict[str, Hashable]:
-        """The labels an attention check asks for, per question the answer gives: with the
-        crowd's answers, the checks test a worker's accuracy like gold items (qc.agreement)."""
-        return self.expected_labels(expected)
-
     def expected_from_labels(self, labels: Mapping[str, Hashable]) -> dict[str, Any]:
         """The expected answer of a gold item promoted from labels trusted workers agree on."""
         _, expected_field = self._single_label()

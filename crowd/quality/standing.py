@@ -14,7 +14,7 @@ import random
 from collections.abc import Collection, Hashable, Mapping
 from typing import Any
 
-from sqlalchemy import Select, func, insert, or_, select
+from sqlalchemy import Select, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -26,6 +26,7 @@ from crowd.storage import (
     ItemKind,
     Qualification,
     Response,
+    ResponseSource,
     Serving,
     Study,
     StudyWorker,
@@ -442,11 +443,14 @@ def crowd_metrics(
     """Every worker's agreement with the crowd in the study, and the collusion pairs of the
     `focus` workers (qc.evidence.crowd_evidence), by worker id as text.
 
-    Real items count, and gold items and attention checks with their answer as the truth
-    (training is practice), live and imported answers alike, in answer-time order.
+    Real items count, and gold items with their answer as the truth, live and imported
+    answers alike, in answer-time order. Attention checks do not: they ask for an answer
+    that anyone who reads gives, so they measure attention (their own rule), not skill, and
+    a worker who guesses at everything else but obeys the checks would have them counted
+    as right answers to the task. Training is practice.
     """
     hit = get_hit_type(study.hit_type)
-    kinds = (ItemKind.REAL, ItemKind.GOLD, ItemKind.ATTENTION)
+    kinds = (ItemKind.REAL, ItemKind.GOLD)
     found = session.execute(
         select(Response.worker_id, Item.external_id, Item.kind, Item.expected, Response.answer,
                Response.explanation)  # fmt: skip
@@ -459,10 +463,7 @@ def crowd_metrics(
     truth: dict[str, Hashable] = {}
     for worker_id, item, kind, expected, answer, explanation in found:
         if kind != ItemKind.REAL:
-            wanted = (
-                hit.expected_labels(expected) if kind == ItemKind.GOLD
-                else hit.attention_labels(expected, answer)
-            )  # fmt: skip
+            wanted = hit.expected_labels(expected)
             truth.update((f"{item}/{question}", label) for question, label in wanted.items())
         for question, label in hit.answer_labels(answer).items():
             task = f"{item}/{question}"
@@ -486,6 +487,7 @@ def _judge(
     """Store the worker's evidence (gold pooled over the HIT type's studies) and let the
     rules act on it."""
     worker_id = row.worker_id
+    was_excluded = row.excluded_by is not None
     pooled = gold_confidence(gold, config)
     if pooled.n_.get("w"):
         evidence = {
@@ -493,7 +495,11 @@ def _judge(
             "gold_n": pooled.n_["w"],
             "gold_mean": round(pooled.mean("w"), 4),
             "gold_below_prob": round(pooled.prob_below("w", config.gold.threshold), 4),
-            "gold_rate": round(gold_rate(pooled.alpha_["w"], pooled.beta_["w"], config.gold), 4),
+            "gold_rate": round(
+                gold_rate(pooled.alpha_["w"], pooled.beta_["w"], config.gold,
+                          evidence.get("agreement_below_prob")),
+                4,
+            ),  # fmt: skip
         }
     decisions = evaluate({str(worker_id): evidence}, config.rules)
     row.evidence = _jsonable(evidence)
@@ -519,6 +525,56 @@ def _judge(
         elif not stopped:
             audit(session, actor, "stop", decision.reason, study_id=study.id,
                   worker_id=worker_id, details=details)  # fmt: skip
+    if row.excluded_by is not None and not was_excluded:
+        replace_excluded(session, study, [worker_id])
+
+
+def replace_excluded(session: Session, study: Study, worker_ids: Collection[int]) -> int:
+    """Ask again for the real answers these workers gave live, where they are left out of
+    the study's data (excluded or blocked): each such item's target rises by the answers of
+    left-out workers it has not been raised for yet (`Item.replaced`), so every item still
+    gets its target of answers that count, and an exclusion judged again, lifted and made
+    again, raises it once. Off with the study's qc.crowd.replace_excluded. Returns the
+    number of items whose target rose.
+    """
+    if not worker_ids or not study_qc(study).crowd.replace_excluded:
+        return 0
+    everyone_left_out = left_out_workers(session, study)
+    left_out = everyone_left_out & set(worker_ids)
+    if not left_out:
+        return 0
+    answered = (
+        select(Response.item_id)
+        .join(Item, Item.id == Response.item_id)
+        .where(
+            Response.study_id == study.id,
+            Response.worker_id.in_(sorted(left_out)),
+            Response.source == ResponseSource.LIVE,
+            Item.kind == ItemKind.REAL,
+        )
+    )
+    counts = session.execute(
+        select(Response.item_id, func.count(func.distinct(Response.worker_id)))
+        .where(
+            Response.item_id.in_(answered),
+            Response.worker_id.in_(sorted(everyone_left_out)),
+            Response.source == ResponseSource.LIVE,
+        )
+        .group_by(Response.item_id)
+    ).all()
+    default = int(study.config.get("annotations_per_item", 1))
+    raised = 0
+    for item_id, n in counts:
+        # Atomic in SQL, and only while the count is ahead of what was asked for already:
+        # two refreshes judging the same exclusion raise the target once.
+        done = session.execute(
+            update(Item)
+            .where(Item.id == item_id, Item.replaced < n)
+            .values(target=func.coalesce(Item.target, default) + n - Item.replaced, replaced=n)
+            .execution_options(synchronize_session=False)
+        )
+        raised += done.rowcount  # type: ignore[attr-defined]
+    return raised
 
 
 # A study's workers are refreshed this many at a time (a bound on the IN lists' parameters).

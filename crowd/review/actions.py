@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from crowd.exceptions import PermissionDenied, ValidationError
 from crowd.platforms.actions import request_action
-from crowd.quality.standing import audit, standing
+from crowd.quality.standing import audit, replace_excluded, standing
 from crowd.review.workers import rule_targets, worker_in_study
 from crowd.storage import (
     Assignment,
@@ -184,7 +184,7 @@ def _reject(
 ) -> Outcome:  # fmt: skip
     feedback = _text(params.get("reason"), "reason", required=True)
     rejected, queued = _settle(session, study, worker, pay=False, feedback=feedback)
-    _exclude(row, reviewer, Decision.REJECTED)
+    _exclude(session, study, row, reviewer, Decision.REJECTED)
     audit(session, reviewer.actor, "reject", feedback, study_id=study.id, worker_id=worker.id,
           details={"assignments": rejected})  # fmt: skip
     return Outcome("reject", worker.id, f"rejected {rejected} assignment(s); worker excluded"
@@ -197,18 +197,22 @@ def _soft_reject(
 ) -> Outcome:  # fmt: skip
     reason = _text(params.get("reason"), "reason", required=True)
     paid, queued = _settle(session, study, worker, pay=True, feedback=reason)
-    _exclude(row, reviewer, Decision.SOFT_REJECTED)
+    _exclude(session, study, row, reviewer, Decision.SOFT_REJECTED)
     audit(session, reviewer.actor, "soft_reject", reason, study_id=study.id,
           worker_id=worker.id, details={"assignments_paid": paid})  # fmt: skip
     return Outcome("soft_reject", worker.id, f"approved {paid} assignment(s); data excluded"
                    + _queued(queued, worker, "payment(s)"))  # fmt: skip
 
 
-def _exclude(row: StudyWorker, reviewer: Reviewer, decision: Decision) -> None:
+def _exclude(
+    session: Session, study: Study, row: StudyWorker, reviewer: Reviewer, decision: Decision
+) -> None:
     row.decision = decision
     row.excluded_by = reviewer.actor
     row.serving = Serving.STOPPED
     row.flags = []
+    session.flush()
+    replace_excluded(session, study, [row.worker_id])
 
 
 def _block(
@@ -222,6 +226,8 @@ def _block(
     session.add(WorkerBlock(experimenter_id=study.experimenter_id, worker_id=worker.id,
                             reason=reason, actor=reviewer.actor))  # fmt: skip
     audit(session, reviewer.actor, "block", reason, study_id=study.id, worker_id=worker.id)
+    session.flush()
+    replace_excluded(session, study, [worker.id])
     session.add(OutboxEvent(topic=WORKER_BLOCKED,
                             payload={"study_id": study.id, "worker_id": worker.id}))  # fmt: skip
     return Outcome("block", worker.id, "blocked from every study of this experimenter")

@@ -298,7 +298,9 @@ def figures(evidence: Mapping[str, Any], alike: Callable[[str], str] | None = No
         text = NOTHING
         if share is not None:
             shown = (alike or _quoted)(str(value)) if value is not None else NOTHING
-            text = f"{percent(share)} of answers alike: {shown}"
+            n = e.get("constant_n")
+            over = "answers" if n is None else f"{count(n)} answers"
+            text = f"{percent(share)} of {over} alike: {shown}"
         add("constant_share", "Most common answer", text)
     if "longest_run" in e:
         run = e["longest_run"]

@@ -259,15 +259,6 @@ class LikertHit(HitType):
     def expected_labels(self, expected: Mapping[str, Any]) -> dict[str, Hashable]:
         return dict(expected.get("expected_ratings") or {})
 
-    def attention_labels(
-        self, expected: Mapping[str, Any], answer: Mapping[str, Any]
-    ) -> dict[str, Hashable]:
-        """A check names one rating for every question it asks."""
-        wanted = expected.get("expected_rating")
-        if wanted is None:
-            return self.expected_labels(expected)
-        return {name: wanted for name in self.answer_labels(answer)}
-
     def expected_from_labels(self, labels: Mapping[str, Hashable]) -> dict[str, Any]:
         return {"expected_ratings": {name: cast(int, value) for name, value in labels.items()}}
 

@@ -99,7 +99,7 @@ def test_every_figure_of_real_evidence_reads_as_words() -> None:
     assert shown["Attention checks"] == "failed 1 of 1"
     assert shown["Gold items"] == "1 answered, 41% right on average"
     assert shown["Too fast to read"] == "1 of 8 (12%)"
-    assert shown["Most common answer"] == "100% of answers alike: <sentence 3>"
+    assert shown["Most common answer"] == "100% of 6 answers alike: <sentence 3>"
     assert shown["Longest run of one answer"] == "6 in a row"
     assert shown["Reused explanations"] == "3 answers"
     assert shown["Pasted explanations"] == "1 answers"

@@ -146,6 +146,7 @@ def test_constant_share_over_real_and_gold_only() -> None:
     )
     metrics = WorkerSignals(T).fit(rows).metrics_["w"]
     assert metrics["constant_share"] == pytest.approx(6 / 7)
+    assert metrics["constant_n"] == 7  # what the share is over: the worker's own choices
     assert metrics["constant_value"] == "5,5,5"
     assert metrics["responses"] == 6 + 1 + 5 + 1  # not the 9 training rows
 
@@ -216,6 +217,7 @@ def test_training_only_worker_has_empty_metrics() -> None:
         "responses": 0,
         "too_fast_n": 0,
         "too_fast_share": None,
+        "constant_n": 0,
         "constant_share": None,
         "constant_value": None,
         "longest_run": 0,

@@ -49,13 +49,13 @@ def test_gold_and_attention_figures() -> None:
     assert a["gold_mean"] == pytest.approx(0.5)
     assert a["gold_below_prob"] == pytest.approx(stats.beta.cdf(0.6, 3.5, 3.5))
     trusted_doubt = stats.beta.cdf(0.8, 3.5, 3.5)
-    assert a["gold_rate"] == pytest.approx(0.05 + 0.45 * trusted_doubt)
+    assert a["gold_rate"] == pytest.approx(0.05 + 0.7 * trusted_doubt)
     assert (a["attention_checks"], a["attention_failed"]) == (2, 1)
     assert a["responses"] == 7
     # b has no gold: the prior's mean and rate, but no accuracy or probability to act on.
     assert b["gold_n"] == 0 and b["gold_accuracy"] is None and b["gold_below_prob"] is None
     assert b["gold_mean"] == pytest.approx(0.5)
-    assert b["gold_rate"] == pytest.approx(0.05 + 0.45 * stats.beta.cdf(0.8, 2, 2))
+    assert b["gold_rate"] == pytest.approx(0.05 + 0.7 * stats.beta.cdf(0.8, 2, 2))
     assert (b["attention_checks"], b["attention_failed"]) == (0, 0)
 
 

@@ -73,12 +73,29 @@ def test_gold_rate_tapers_for_trusted_workers() -> None:
     new = gold_rate(1, 1, policy)
     perfect = gold_rate(1 + 20, 1, policy)  # 20 of 20 right
     poor = gold_rate(1 + 2, 1 + 8, policy)  # 2 of 10 right
-    assert new == pytest.approx(0.05 + 0.45 * 0.8)
-    assert perfect == pytest.approx(0.05 + 0.45 * 0.8**21)
+    assert new == pytest.approx(0.05 + 0.7 * 0.8)
+    assert perfect == pytest.approx(0.05 + 0.7 * 0.8**21)
     assert perfect < 0.06  # near min_rate
-    assert poor > 0.49  # near max_rate
+    assert poor > 0.74  # near max_rate
     assert perfect < new < poor
     assert policy.min_rate <= perfect and poor <= policy.max_rate
+
+
+def test_once_the_crowd_has_judged_a_worker_its_doubt_sets_the_gold_rate() -> None:
+    policy = GoldPolicy()
+    three_of_four = (1 + 3, 1 + 1)
+    # Gold alone: 3 of 4 right is far from credibly above trusted (0.8), so gold stays high.
+    assert gold_rate(*three_of_four, policy) > 0.5
+    # The crowd vouches for the worker: real work, gold near min_rate.
+    vouched = gold_rate(*three_of_four, policy, crowd_doubt=0.0)
+    assert vouched == pytest.approx(0.05 + 0.7 * stats.beta.cdf(policy.threshold, 4, 2))
+    assert vouched < 0.2
+    # The crowd doubts them: gold near max_rate, every one a full test.
+    assert gold_rate(*three_of_four, policy, crowd_doubt=0.9) == pytest.approx(0.05 + 0.7 * 0.9)
+    # Poor gold keeps gold coming whatever the crowd says.
+    assert gold_rate(1 + 1, 1 + 9, policy, crowd_doubt=0.0) > 0.7
+    with pytest.raises(ValueError, match="crowd_doubt"):
+        gold_rate(1, 1, policy, crowd_doubt=1.5)
 
 
 def test_gold_rate_with_equal_bounds_is_constant() -> None:

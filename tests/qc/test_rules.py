@@ -32,7 +32,7 @@ def test_default_rules_are_the_documented_ones() -> None:
         "collusion": ("collusion_partners", ">=", 1, soft, {}),
         "below_crowd": ("agreement_below_prob", ">=", 0.95, soft, {"agreement_n": 8}),
         "drifted": ("recent_below_prob", ">=", 0.99, soft, {"agreement_n": 10}),
-        "constant_answers": ("constant_share", ">=", 0.9, soft, {"responses": 8}),
+        "constant_answers": ("constant_share", ">=", 0.9, soft, {"constant_n": 8}),
         "too_fast": ("too_fast_share", ">=", 0.5, soft, {"responses": 5}),
         "identical_run": ("longest_run", ">=", 5, flag, {}),
         "repeated_explanations": ("repeated_explanations", ">=", 2, flag, {}),
@@ -116,7 +116,8 @@ def test_reasons_quote_the_numbers() -> None:
             "gold_below_prob": 0.981,
             "constant_share": 0.95,
             "constant_value": "sentence 3",
-            "responses": 20,
+            "constant_n": 20,
+            "responses": 23,
         }
     }
     rules = rules_by_name()
@@ -124,12 +125,12 @@ def test_reasons_quote_the_numbers() -> None:
     assert [d.reason for d in decisions] == [
         "gold accuracy 25% on 6 gold items; probability it is below the threshold 0.98 "
         "(rule gold_below_threshold: gold_below_prob >= 0.95)",
-        "gave the same answer ('sentence 3') in 95% of 20 responses "
+        "gave the same answer ('sentence 3') in 95% of 20 answers of their own choice "
         "(rule constant_answers: constant_share >= 0.9)",
     ]
     assert decisions[1].evidence == {
         "constant_share": 0.95,
-        "responses": 20,
+        "constant_n": 20,
         "constant_value": "sentence 3",
     }
 

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from crowd.quality import standing as quality
-from crowd.storage import AuditEntry, Database, Study, StudyWorker, Worker
+from crowd.storage import AuditEntry, Database, Item, Study, StudyWorker, Worker
 from tests.conftest import join
 
 ITEMS = 36
@@ -76,7 +76,8 @@ def test_random_clickers_and_a_ring_are_excluded_by_the_crowd_rules(
             name: row
             for row, name in session.execute(
                 select(StudyWorker, Worker.external_id).join(
-                    Worker, Worker.id == StudyWorker.worker_id)  # fmt: skip
+                    Worker, Worker.id == StudyWorker.worker_id
+                )  # fmt: skip
             ).all()
         }
         ids = {name: str(row.worker_id) for name, row in rows.items()}
@@ -90,5 +91,68 @@ def test_random_clickers_and_a_ring_are_excluded_by_the_crowd_rules(
             assert rows[name].excluded_by is None, (name, rows[name].rule_hits)
             assert rows[name].evidence["agreement"] > rows[name].evidence["agreement_threshold"]
         reasons = session.scalars(
-            select(AuditEntry.reason).where(AuditEntry.actor == "rule:collusion")).all()
+            select(AuditEntry.reason).where(AuditEntry.actor == "rule:collusion")
+        ).all()
         assert len(reasons) == 3 and all("shares answers with 2 other" in r for r in reasons)
+
+
+def test_the_answers_of_an_excluded_worker_are_asked_for_again_once(
+    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
+) -> None:
+    config = {"annotations_per_item": 2, "attention_rate": 0.0, "overlap_share": 0, "qc": {
+        "rules": []}}  # fmt: skip
+    study_id = make_study(items()[:3], config, hit_type="comparison")
+    who = {name: join(client, auth, external_id=name) for name in ("ann", "bob", "cat", "dan")}
+    first = lambda texts, query: 0  # noqa: E731
+
+    def worker_id(name: str) -> int:
+        with db.session() as session:
+            return int(session.scalar(select(Worker.id).where(Worker.external_id == name)))
+
+    for name in ("ann", "bob"):  # two answers an item: the study is full
+        assert [answer(client, who[name], study_id, first) for _ in range(4)] == [True] * 3 + [
+            False]  # fmt: skip
+    assert not answer(client, who["cat"], study_id, first)
+    # A reviewer leaves ann's answers out: each of her three items wants one answer more.
+    ann = worker_id("ann")
+    path = f"/api/studies/{study_id}/workers/{ann}/actions"
+    reply = client.post(path, json={"action": "soft_reject", "reason": "guessed"}, headers=auth)
+    assert reply.status_code == 200, reply.get_json()
+    # Approved and excluded again, and judged by a QC refresh: still one answer more each.
+    for action in ("approve", "soft_reject"):
+        reply = client.post(path, json={"action": action, "reason": "again"}, headers=auth)
+        assert reply.status_code == 200, reply.get_json()
+    with db.session() as session:
+        study = session.get(Study, study_id)
+        assert study is not None
+        quality.refresh_study(session, study)
+        assert quality.replace_excluded(session, study, [ann]) == 0
+    assert [answer(client, who["cat"], study_id, first) for _ in range(4)] == [True] * 3 + [False]
+    assert not answer(client, who["dan"], study_id, first)
+    # Blocking bob asks for his answers again, as many as he gave.
+    path = f"/api/studies/{study_id}/workers/{worker_id('bob')}/actions"
+    reply = client.post(path, json={"action": "block", "reason": "spam"}, headers=auth)
+    assert reply.status_code == 200, reply.get_json()
+    assert [answer(client, who["dan"], study_id, first) for _ in range(4)] == [True] * 3 + [False]
+    with db.session() as session:
+        found = session.execute(
+            select(Item.external_id, Item.target, Item.replaced).where(Item.study_id == study_id)
+        ).all()
+    assert sorted(found) == [("q0", 4, 2), ("q1", 4, 2), ("q2", 4, 2)]
+
+
+def test_a_study_can_keep_the_answers_it_excludes_unreplaced(
+    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
+) -> None:
+    config = {"annotations_per_item": 1, "attention_rate": 0.0, "overlap_share": 0,
+              "qc": {"rules": [], "crowd": {"replace_excluded": False}}}  # fmt: skip
+    study_id = make_study(items()[:2], config, hit_type="comparison")
+    who = {name: join(client, auth, external_id=name) for name in ("ann", "bob")}
+    assert [answer(client, who["ann"], study_id, lambda t, q: 0) for _ in range(3)] == [
+        True, True, False]  # fmt: skip
+    with db.session() as session:
+        ann = int(session.scalar(select(Worker.id).where(Worker.external_id == "ann")))
+    reply = client.post(f"/api/studies/{study_id}/workers/{ann}/actions",
+                        json={"action": "reject", "reason": "guessed"}, headers=auth)  # fmt: skip
+    assert reply.status_code == 200, reply.get_json()
+    assert not answer(client, who["bob"], study_id, lambda t, q: 0)
