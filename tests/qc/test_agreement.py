@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from qc.agreement import CrowdAgreement
@@ -51,6 +52,41 @@ def test_a_random_clicker_is_credibly_below_the_crowd_and_careful_workers_are_no
     # The crowd's level is the careful workers' (the random clicker weighs nothing in it).
     assert model.crowd_ == pytest.approx(0.75, abs=0.05)
     assert model.skill_["random"] < 0.4 < 0.6 < model.skill_["careful0"]
+
+
+def test_the_prior_is_the_crowds_own_so_a_clustered_crowd_judges_sooner() -> None:
+    # Twelve tasks with known answers (gold) for everyone: careful workers and guessers.
+    rng = random.Random(5)
+    truth = {f"g{t}/best": rng.randrange(K) for t in range(12)}
+
+    def answers(accuracy: dict[str, float]) -> list[tuple[str, str, int]]:
+        return [
+            (task, worker, z if rng.random() < p else (z + 1 + rng.randrange(K - 1)) % K)
+            for task, z in truth.items()
+            for worker, p in accuracy.items()
+        ]
+
+    careful = {f"careful{n}": 0.8 for n in range(16)}
+    guessers = {f"guess{n}": 0.25 for n in range(16)}
+    half_bad = CrowdAgreement().fit(answers(careful | guessers), truth)
+    # The prior has the crowd's two clusters and little between them.
+    prior = half_bad.prior_
+    grid = (np.arange(len(prior)) + 0.5) / len(prior)
+    assert prior[grid < 0.45].sum() > 0.35 and prior[grid > 0.6].sum() > 0.35
+    assert prior[(grid > 0.45) & (grid < 0.6)].sum() < 0.1
+    # Twelve answers then say which cluster a worker is in.
+    for worker in guessers:
+        assert half_bad.prob_below(worker, half_bad.threshold(worker)) > 0.95, worker
+    doubts = sorted(half_bad.prob_below(w, half_bad.threshold(w)) for w in careful)
+    assert doubts[-1] < 0.5 and doubts[len(doubts) // 2] < 0.01, doubts
+    # The same worker's answers weigh less where nobody else guesses: the prior is the crowd's.
+    lone = answers({"guess0": 0.25})
+    alone = CrowdAgreement().fit(answers(careful) + lone, truth)
+    with_others = CrowdAgreement().fit(answers(careful | guessers) + lone, truth)
+    # (lone's answers replace guess0's: a worker's last answer to a task counts)
+    assert alone.prob_below("guess0", alone.threshold("guess0")) < with_others.prob_below(
+        "guess0", with_others.threshold("guess0")
+    )
 
 
 def test_a_worker_never_agrees_with_themselves_and_known_answers_judge_alone() -> None:

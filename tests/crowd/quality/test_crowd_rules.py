@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 
 from crowd.quality import standing as quality
-from crowd.storage import AuditEntry, Database, Item, Study, StudyWorker, Worker
+from crowd.storage import AuditEntry, Database, Item, Response, Study, StudyWorker, Worker
 from tests.conftest import join
 
 ITEMS = 36
@@ -156,3 +156,34 @@ def test_a_study_can_keep_the_answers_it_excludes_unreplaced(
                         json={"action": "reject", "reason": "guessed"}, headers=auth)  # fmt: skip
     assert reply.status_code == 200, reply.get_json()
     assert not answer(client, who["bob"], study_id, lambda t, q: 0)
+
+
+def test_attention_checks_test_attention_not_the_accuracy_against_the_crowd(
+    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
+) -> None:
+    check = {"id": "att0", "kind": "attention", "best": 2, "query": "Pick the third reply.",
+             "candidates": ["not this", "nor this", "yes, this one", "no"]}  # fmt: skip
+    config = {"annotations_per_item": 3, "attention_rate": 0.5, "overlap_share": 0,
+              "qc": {"rules": []}}  # fmt: skip
+    study_id = make_study([*items()[:3], check], config, hit_type="comparison")
+    who = [join(client, auth, external_id=f"w{n}") for n in range(3)]
+
+    def obey(texts: list[str], query: str) -> int:
+        return texts.index("yes, this one") if "yes, this one" in texts else 0
+
+    for person in who:
+        while answer(client, person, study_id, obey):
+            pass
+    with db.session() as session:
+        study = session.get(Study, study_id)
+        assert study is not None
+        kinds = [
+            kind
+            for (kind,) in session.execute(
+                select(Item.kind).join(Response, Response.item_id == Item.id)
+            ).all()
+        ]
+        assert kinds.count("attention") == 3 and kinds.count("real") == 9
+        metrics = quality.crowd_metrics(session, study, quality.study_qc(study))
+    # Three real items judged each; the passed check is not a right answer to the task.
+    assert sorted(m["agreement_n"] for m in metrics.values()) == [3, 3, 3]
