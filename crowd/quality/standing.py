@@ -27,6 +27,7 @@ from crowd.storage import (
     Qualification,
     Response,
     ResponseSource,
+    ScaleTask,
     Serving,
     Study,
     StudyWorker,
@@ -551,6 +552,9 @@ def replace_excluded(session: Session, study: Study, worker_ids: Collection[int]
             Response.worker_id.in_(sorted(left_out)),
             Response.source == ResponseSource.LIVE,
             Item.kind == ItemKind.REAL,
+            # A Scale task's item is reopened by its own completion (crowd.scale.completion),
+            # which counts the answers that do not count against the task's target.
+            Item.id.not_in(select(ScaleTask.item_id)),
         )
     )
     counts = session.execute(

@@ -437,6 +437,8 @@ def test_tasks_complete_from_accepted_answers_only(
                              "votes": [0, 0, 2, 0], "responses": 2, "agreement": 1.0}  # fmt: skip
     assert done.callback_succeeded is None or done.callback_succeeded is False
     assert scale.get_tasks_count(project_name="rl", status=TaskStatus.Completed) == 1
+    # The blocked answer was asked for again once (by the task's completion, not by QC too).
+    assert crowd.next("w3", study_id).get("done")
     scale.audit_task(task.id, False, "the chosen reply is not vivid")
     audited = scale.get_task(task.id)
     assert audited.customer_review_status == "rejected"
