@@ -21,7 +21,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import CrowdError, InvalidConfig, NotFound, ValidationError
-from crowd.quality.standing import left_out_workers
+from crowd.quality.exclusion import left_out_workers
 from crowd.quality.stats import refresh_goes_on
 from crowd.queue import MODELS, fetch_job, job_queue
 from crowd.queue.hooks import Event, after_event

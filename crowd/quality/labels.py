@@ -11,7 +11,8 @@ from typing import Any, cast
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from crowd.quality.standing import SYSTEM, audit, left_out_workers, study_qc
+from crowd.quality.exclusion import left_out_workers, study_qc
+from crowd.quality.standing import SYSTEM, audit
 from crowd.storage import (
     AggregatedLabels,
     Item,

@@ -14,11 +14,12 @@ import random
 from collections.abc import Collection, Hashable, Mapping
 from typing import Any
 
-from sqlalchemy import Select, func, insert, or_, select, update
+from sqlalchemy import Select, func, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import InvalidAction
+from crowd.quality.exclusion import replace_excluded, study_qc
 from crowd.storage import (
     Assignment,
     AuditEntry,
@@ -26,17 +27,12 @@ from crowd.storage import (
     ItemKind,
     Qualification,
     Response,
-    ResponseSource,
-    ScaleTask,
     Serving,
     Study,
     StudyWorker,
-    Worker,
-    WorkerBlock,
-    WorkerStatus,
 )
 from qc.anomalies import response_signals
-from qc.config import QcConfig, parse_qc_config
+from qc.config import QcConfig
 from qc.evidence import crowd_evidence, worker_evidence
 from qc.gold import GoldConfidence, gold_rate
 from qc.rules import Action, evaluate
@@ -48,14 +44,6 @@ _GOLD_RANDOM = random.SystemRandom()
 _PHASE_RANDOM = random.SystemRandom()
 # What the page may report about typing in a free-text field, and the largest values kept.
 TYPING_FIELDS = {"keys": 100_000, "pastes": 1_000, "pasted_chars": 100_000, "typing_ms": 86_400_000}
-
-
-def study_qc(study: Study) -> QcConfig:
-    """The study's QC settings (a study created before QC settings existed gets defaults)."""
-    raw = study.config.get("qc")
-    if not raw:
-        raw = get_hit_type(study.hit_type).validate_qc_config(None)
-    return parse_qc_config(raw)
 
 
 def audit(
@@ -128,33 +116,6 @@ def _new_standing(study_id: int, worker_id: int) -> dict[str, Any]:
         "worker_id": worker_id,
         "attention_phase": _PHASE_RANDOM.random(),
     }
-
-
-def blocked_by(session: Session, experimenter_id: int, worker_id: int) -> bool:
-    """Whether the experimenter blocked the worker (from all of their studies)."""
-    return (
-        session.scalar(
-            select(WorkerBlock.id).where(
-                WorkerBlock.experimenter_id == experimenter_id, WorkerBlock.worker_id == worker_id
-            )
-        )
-        is not None
-    )
-
-
-def blocked_in_study(session: Session, study: Study) -> set[int]:
-    """Ids of the study's workers blocked by its experimenter or platform-wide."""
-    answered = select(Response.worker_id).where(Response.study_id == study.id)
-    by_experimenter = session.scalars(
-        select(WorkerBlock.worker_id).where(
-            WorkerBlock.experimenter_id == study.experimenter_id,
-            WorkerBlock.worker_id.in_(answered),
-        )
-    ).all()
-    platform_wide = session.scalars(
-        select(Worker.id).where(Worker.status == WorkerStatus.BLOCKED, Worker.id.in_(answered))
-    ).all()
-    return {*by_experimenter, *platform_wide}
 
 
 # -- facts recorded with each response --------------------------------------------------------
@@ -453,8 +414,14 @@ def crowd_metrics(
     hit = get_hit_type(study.hit_type)
     kinds = (ItemKind.REAL, ItemKind.GOLD)
     found = session.execute(
-        select(Response.worker_id, Item.external_id, Item.kind, Item.expected, Response.answer,
-               Response.explanation)  # fmt: skip
+        select(
+            Response.worker_id,
+            Item.external_id,
+            Item.kind,
+            Item.expected,
+            Response.answer,
+            Response.explanation,
+        )  # fmt: skip
         .join(Item, Item.id == Response.item_id)
         .where(Response.study_id == study.id, Item.kind.in_(kinds))
         .order_by(Response.created_at, Response.id)
@@ -497,8 +464,12 @@ def _judge(
             "gold_mean": round(pooled.mean("w"), 4),
             "gold_below_prob": round(pooled.prob_below("w", config.gold.threshold), 4),
             "gold_rate": round(
-                gold_rate(pooled.alpha_["w"], pooled.beta_["w"], config.gold,
-                          evidence.get("agreement_below_prob")),
+                gold_rate(
+                    pooled.alpha_["w"],
+                    pooled.beta_["w"],
+                    config.gold,
+                    evidence.get("agreement_below_prob"),
+                ),
                 4,
             ),  # fmt: skip
         }
@@ -530,57 +501,6 @@ def _judge(
         replace_excluded(session, study, [worker_id])
 
 
-def replace_excluded(session: Session, study: Study, worker_ids: Collection[int]) -> int:
-    """Ask again for the real answers these workers gave live, where they are left out of
-    the study's data (excluded or blocked): each such item's target rises by the answers of
-    left-out workers it has not been raised for yet (`Item.replaced`), so every item still
-    gets its target of answers that count, and an exclusion judged again, lifted and made
-    again, raises it once. Off with the study's qc.crowd.replace_excluded. Returns the
-    number of items whose target rose.
-    """
-    if not worker_ids or not study_qc(study).crowd.replace_excluded:
-        return 0
-    everyone_left_out = left_out_workers(session, study)
-    left_out = everyone_left_out & set(worker_ids)
-    if not left_out:
-        return 0
-    answered = (
-        select(Response.item_id)
-        .join(Item, Item.id == Response.item_id)
-        .where(
-            Response.study_id == study.id,
-            Response.worker_id.in_(sorted(left_out)),
-            Response.source == ResponseSource.LIVE,
-            Item.kind == ItemKind.REAL,
-            # A Scale task's item is reopened by its own completion (crowd.scale.completion),
-            # which counts the answers that do not count against the task's target.
-            Item.id.not_in(select(ScaleTask.item_id)),
-        )
-    )
-    counts = session.execute(
-        select(Response.item_id, func.count(func.distinct(Response.worker_id)))
-        .where(
-            Response.item_id.in_(answered),
-            Response.worker_id.in_(sorted(everyone_left_out)),
-            Response.source == ResponseSource.LIVE,
-        )
-        .group_by(Response.item_id)
-    ).all()
-    default = int(study.config.get("annotations_per_item", 1))
-    raised = 0
-    for item_id, n in counts:
-        # Atomic in SQL, and only while the count is ahead of what was asked for already:
-        # two refreshes judging the same exclusion raise the target once.
-        done = session.execute(
-            update(Item)
-            .where(Item.id == item_id, Item.replaced < n)
-            .values(target=func.coalesce(Item.target, default) + n - Item.replaced, replaced=n)
-            .execution_options(synchronize_session=False)
-        )
-        raised += done.rowcount  # type: ignore[attr-defined]
-    return raised
-
-
 # A study's workers are refreshed this many at a time (a bound on the IN lists' parameters).
 WORKERS_PER_PASS = 500
 
@@ -594,30 +514,6 @@ def refresh_study(session: Session, study: Study) -> int:
     for start in range(0, len(ids), WORKERS_PER_PASS):
         refresh_standings(session, study, ids[start : start + WORKERS_PER_PASS])
     return len(ids)
-
-
-def left_out_workers(session: Session, study: Study) -> set[int]:
-    """Workers whose answers do not count: excluded by QC or a reviewer, or blocked."""
-    excluded: set[int] = set().union(*excluded_by(session, study.id).values())
-    return excluded | blocked_in_study(session, study)
-
-
-def excluded_by(session: Session, study_id: int) -> dict[str, set[int]]:
-    """Worker ids left out of the study's filtered set, by who left them out."""
-    out: dict[str, set[int]] = {}
-    for worker_id, reason in session.execute(  # excluded_by IS NOT NULL below
-        select(StudyWorker.worker_id, StudyWorker.excluded_by).where(
-            StudyWorker.study_id == study_id, StudyWorker.excluded_by.is_not(None)
-        )
-    ).all():
-        out.setdefault(_rule_name(str(reason)), set()).add(worker_id)
-    return out
-
-
-def _rule_name(excluded_by: str) -> str:
-    """'rule:attention_failed' -> 'attention_failed'; people's exclusions group as 'reviewer'."""
-    kind, _, name = excluded_by.partition(":")
-    return name if kind == "rule" else "reviewer"
 
 
 def _jsonable(value: Any) -> Any:

@@ -20,7 +20,8 @@ from sqlalchemy.orm import Session
 
 from crowd.exceptions import PermissionDenied, ValidationError
 from crowd.platforms.actions import request_action
-from crowd.quality.standing import audit, replace_excluded, standing
+from crowd.quality.exclusion import replace_excluded
+from crowd.quality.standing import audit, standing
 from crowd.review.workers import rule_targets, worker_in_study
 from crowd.storage import (
     Assignment,

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import NotFound, ValidationError
-from crowd.quality.standing import blocked_in_study
+from crowd.quality.exclusion import blocked_in_study
 from crowd.storage import (
     Assignment,
     AssignmentState,

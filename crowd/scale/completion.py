@@ -1,7 +1,7 @@
 """Completing Scale tasks from accepted answers, and the callbacks that report them.
 
 A task is complete once its item has its target number of answers that QC accepts: answers
-of workers the study's QC excluded (crowd.quality.standing.excluded_by), of blocked workers, and of
+of workers the study's QC excluded (crowd.quality.exclusion.excluded_by), of blocked workers, and of
 rejected assignments do not count, and each of them raises the item's target by one so
 another worker answers in its place. The response is made of the accepted answers, best-of-K
 picks (`answer["best"]`) or form answers (`answer["fields"]`), in Scale's shape for the
@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from crowd.delivery.signed import on_delivery_body, on_delivery_outcome, schedule_delivery
 from crowd.exceptions import ValidationError
-from crowd.quality.standing import left_out_workers
+from crowd.quality.exclusion import left_out_workers
 from crowd.queue.hooks import AFTER_QC, Event, on_event
 from crowd.scale.params import task_response
 from crowd.scale.service import callback_auth_key, in_field_order, task_json
@@ -84,7 +84,6 @@ def after_block(session: Session, study_id: int, worker_id: int) -> list[str]:
         )
     )
     return settle(session, project, items, left_out_workers(session, project.study))
-
 
 
 def settle(

@@ -72,7 +72,7 @@ class Item(Base):
     # How many workers should answer it; NULL means the study's annotations_per_item.
     target: Mapped[int | None] = mapped_column(default=None)
     # Answers by excluded workers already asked for again (target raised by as many), so an
-    # exclusion judged twice raises the target once (crowd.quality.standing.replace_excluded).
+    # exclusion judged twice raises the target once (crowd.quality.exclusion.replace_excluded).
     replaced: Mapped[int] = mapped_column(default=0, server_default="0")
     # Serving order: lower ranks first (e.g. one group of texts after another).
     rank: Mapped[int] = mapped_column(default=0, server_default="0")

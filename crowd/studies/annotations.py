@@ -33,7 +33,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import InvalidItem, StudyNotOpen, ValidationError
-from crowd.quality.standing import response_facts, study_qc
+from crowd.quality.exclusion import study_qc
+from crowd.quality.standing import response_facts
 from crowd.storage import (
     Item,
     OutboxEvent,

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from crowd.exceptions import ValidationError
 from crowd.plugins import live_module
-from crowd.quality import labels
+from crowd.quality import exclusion, labels
 from crowd.quality import standing as quality
 from crowd.queue import REPORTS, fetch_job, job_queue
 from crowd.queue.hooks import ANY_TOPIC, Event, after_event
@@ -100,11 +100,11 @@ def excluded_workers(
     """
     if refresh:
         quality.refresh_study(session, study)
-    by_rule = quality.excluded_by(session, study.id)
+    by_rule = exclusion.excluded_by(session, study.id)
     ids = set().union(*by_rule.values())
     workers = {w.id: w for w in session.scalars(select(Worker).where(Worker.id.in_(ids))).all()}
     out = {name: {worker_key(workers[i]) for i in members} for name, members in by_rule.items()}
-    blocked_ids = quality.blocked_in_study(session, study)
+    blocked_ids = exclusion.blocked_in_study(session, study)
     blocked = session.scalars(select(Worker).where(Worker.id.in_(blocked_ids))).all()
     if blocked:
         out["blocked"] = {worker_key(worker) for worker in blocked}

@@ -20,7 +20,7 @@ from crowd.platforms import overview, publishing
 from crowd.platforms.providers import PROVIDERS
 from crowd.platforms.providers.mturk import OPTION_HELP as MTURK_OPTIONS
 from crowd.platforms.providers.prolific import OPTION_HELP as PROLIFIC_OPTIONS
-from crowd.quality import standing
+from crowd.quality import exclusion
 from crowd.queue import ALL_QUEUES, job_queue
 from crowd.storage import OutboxEvent, Report, Study, StudyStatus
 from crowd.studies import lifecycle as studies
@@ -70,7 +70,7 @@ def _backlog() -> dict[str, Any]:
 
 def live_numbers(db: Session, study: Study) -> dict[str, Any]:
     """What the study page shows and refreshes: progress, QC exclusions, backlog, runs."""
-    excluded = {rule: len(ids) for rule, ids in standing.excluded_by(db, study.id).items()}
+    excluded = {rule: len(ids) for rule, ids in exclusion.excluded_by(db, study.id).items()}
     report = db.scalar(select(Report.updated_at).where(Report.study_id == study.id))
     runs = [
         training.run_json(run, training.job_progress(platform().redis, run))

@@ -26,6 +26,7 @@ from crowd.exceptions import (
     StudyNotOpen,
     ValidationError,
 )
+from crowd.quality import exclusion
 from crowd.quality import standing as quality
 from crowd.queue.hooks import SweepContext, every_sweep
 from crowd.storage import (
@@ -140,7 +141,7 @@ def next_assignment(
             return open_assignment
     elif open_assignment is not None:
         return open_assignment
-    if quality.blocked_by(session, study.experimenter_id, worker.id):
+    if exclusion.blocked_by(session, study.experimenter_id, worker.id):
         raise PermissionDenied("this worker account is blocked from these studies")
     standing = quality.standing(session, study.id, worker.id)
     if standing.serving == Serving.STOPPED:
@@ -385,7 +386,7 @@ def store_response(
     item = assignment.item
     now = utcnow()
     flags = quality.response_facts(
-        hit, item, answer, _answer_seconds(assignment, now), quality.study_qc(item.study)
+        hit, item, answer, _answer_seconds(assignment, now), exclusion.study_qc(item.study)
     )
     response = Response(
         assignment_id=assignment.id,
@@ -451,7 +452,7 @@ def explain(
         elapsed_ms = int((now - response.created_at).total_seconds() * 1000) + 1000
         typing["typing_ms"] = min(typing["typing_ms"], max(elapsed_ms, 0))
     response.qc_flags = quality.explanation_facts(
-        response.qc_flags, text, typing, quality.study_qc(study)
+        response.qc_flags, text, typing, exclusion.study_qc(study)
     )
     response.explanation = text
     response.reasons = reasons

@@ -29,6 +29,7 @@ from crowd.exceptions import (
     StudyNotOpen,
     ValidationError,
 )
+from crowd.quality import exclusion
 from crowd.quality import standing as quality
 from crowd.storage import (
     Assignment,
@@ -135,7 +136,7 @@ def _check_access(
     session: Session, study: Study, worker: Worker, platform_session: PlatformSession | None
 ) -> None:
     """The checks every request for work passes (next_assignment makes them too)."""
-    if worker.status == WorkerStatus.BLOCKED or quality.blocked_by(
+    if worker.status == WorkerStatus.BLOCKED or exclusion.blocked_by(
         session, study.experimenter_id, worker.id
     ):
         raise PermissionDenied("this worker account is blocked from these studies")

@@ -12,6 +12,7 @@ from typing import Any
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
+from crowd.quality import exclusion
 from crowd.quality import standing as quality
 from crowd.storage import AuditEntry, Database, Item, Response, Study, StudyWorker, Worker
 from tests.conftest import join
@@ -126,7 +127,7 @@ def test_the_answers_of_an_excluded_worker_are_asked_for_again_once(
         study = session.get(Study, study_id)
         assert study is not None
         quality.refresh_study(session, study)
-        assert quality.replace_excluded(session, study, [ann]) == 0
+        assert exclusion.replace_excluded(session, study, [ann]) == 0
     assert [answer(client, who["cat"], study_id, first) for _ in range(4)] == [True] * 3 + [False]
     assert not answer(client, who["dan"], study_id, first)
     # Blocking bob asks for his answers again, as many as he gave.
@@ -184,6 +185,6 @@ def test_attention_checks_test_attention_not_the_accuracy_against_the_crowd(
             ).all()
         ]
         assert kinds.count("attention") == 3 and kinds.count("real") == 9
-        metrics = quality.crowd_metrics(session, study, quality.study_qc(study))
+        metrics = quality.crowd_metrics(session, study, exclusion.study_qc(study))
     # Three real items judged each; the passed check is not a right answer to the task.
     assert sorted(m["agreement_n"] for m in metrics.values()) == [3, 3, 3]
