@@ -36,7 +36,8 @@ def review() -> None:
 @click.option(
     "--sort", default="worker", show_default=True,
     help="Column to sort by (prefix '-' for descending): worker, responses, gold_accuracy, "
-    "gold_mean, attention_failed, too_fast_share, constant_share, longest_run, flags, status.",
+    "gold_mean, agreement (accuracy against the crowd), attention_failed, too_fast_share, "
+    "constant_share, longest_run, flags, status.",
 )  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print JSON rows instead of a table.")
 @handle_errors
@@ -53,16 +54,21 @@ def workers(study_id: int, sort: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(table, indent=2))
         return
-    click.echo(f"{'id':>5}  {'worker':32} {'resp':>4} {'gold':>5} {'attn':>5} {'fast':>5} "
-               f"{'const':>5} {'run':>3}  {'status':14} rules")  # fmt: skip
+    click.echo(f"{'id':>5}  {'worker':32} {'resp':>4} {'gold':>5} {'crowd':>9} {'attn':>5} "
+               f"{'fast':>5} {'const':>5} {'run':>3}  {'status':14} rules")  # fmt: skip
     for row in table:
         gold = "-" if row["gold_accuracy"] is None else f"{row['gold_accuracy']:.2f}"
+        # Accuracy against the crowd, and "<" its threshold when below it.
+        crowd = "-" if row["agreement"] is None else f"{row['agreement']:.2f}"
+        threshold = row["agreement_threshold"]
+        if row["agreement"] is not None and threshold is not None and row["agreement"] < threshold:
+            crowd += f"<{threshold:.2f}"
         attention = f"{row['attention_failed'] or 0}/{row['attention_checks'] or 0}"
         fast = "-" if row["too_fast_share"] is None else f"{row['too_fast_share']:.0%}"
         const = "-" if row["constant_share"] is None else f"{row['constant_share']:.0%}"
         click.echo(
             f"{row['worker_id']:>5}  {row['worker'][:32]:32} {row['responses']:>4} {gold:>5} "
-            f"{attention:>5} {fast:>5} {const:>5} {row['longest_run'] or 0:>3}  "
+            f"{crowd:>9} {attention:>5} {fast:>5} {const:>5} {row['longest_run'] or 0:>3}  "
             f"{row['status']:14} {', '.join(row['rule_hits'])}"
         )
 

@@ -76,8 +76,8 @@ def worker_names(session: Session, worker_ids: list[int]) -> dict[int, str]:
 
 
 SORT_KEYS = (
-    "worker", "responses", "gold_accuracy", "gold_mean", "attention_failed", "too_fast_share",
-    "constant_share", "longest_run", "flags", "status",
+    "worker", "responses", "gold_accuracy", "gold_mean", "agreement", "attention_failed",
+    "too_fast_share", "constant_share", "longest_run", "flags", "status",
 )  # fmt: skip
 
 
@@ -111,6 +111,10 @@ def worker_table(session: Session, study: Study, sort: str = "worker") -> list[d
                 "gold_n": evidence.get("gold_n"),
                 "gold_accuracy": evidence.get("gold_accuracy"),
                 "gold_mean": evidence.get("gold_mean"),
+                "agreement": evidence.get("agreement"),
+                "agreement_threshold": evidence.get("agreement_threshold"),
+                "agreement_n": evidence.get("agreement_n"),
+                "collusion_partners": evidence.get("collusion_partners"),
                 "attention_checks": evidence.get("attention_checks"),
                 "attention_failed": evidence.get("attention_failed"),
                 "too_fast_share": evidence.get("too_fast_share"),

@@ -20,13 +20,13 @@ Action = Literal[
 ]
 BulkActionName = Literal["approve", "reject", "soft_reject", "block", "note"]
 SortKey = Literal[
-    "worker", "responses", "gold_accuracy", "gold_mean", "attention_failed", "too_fast_share",
-    "constant_share", "longest_run", "flags", "status",
+    "worker", "responses", "gold_accuracy", "gold_mean", "agreement", "attention_failed",
+    "too_fast_share", "constant_share", "longest_run", "flags", "status",
 ]  # fmt: skip
 Sort = Literal[
-    "worker", "responses", "gold_accuracy", "gold_mean", "attention_failed", "too_fast_share",
-    "constant_share", "longest_run", "flags", "status",
-    "-worker", "-responses", "-gold_accuracy", "-gold_mean", "-attention_failed",
+    "worker", "responses", "gold_accuracy", "gold_mean", "agreement", "attention_failed",
+    "too_fast_share", "constant_share", "longest_run", "flags", "status",
+    "-worker", "-responses", "-gold_accuracy", "-gold_mean", "-agreement", "-attention_failed",
     "-too_fast_share", "-constant_share", "-longest_run", "-flags", "-status",
 ]  # fmt: skip
 Method = Literal[
@@ -78,6 +78,17 @@ class WorkerRow(Reply):
     gold_n: Count | None
     gold_accuracy: Share | None
     gold_mean: Share | None
+    agreement: Share | None = Field(
+        description="estimated accuracy against the crowd (qc.agreement); None until some of "
+        "the worker's items were answered by enough others"
+    )
+    agreement_threshold: Share | None = Field(
+        description="the accuracy below which the worker is closer to chance than to the crowd"
+    )
+    agreement_n: Count | None = Field(description="answers the accuracy against the crowd is on")
+    collusion_partners: Count | None = Field(
+        description="workers who share answers with this one beyond chance (qc.collusion)"
+    )
     attention_checks: Count | None
     attention_failed: Count | None
     too_fast_share: Share | None

@@ -95,6 +95,14 @@ def test_random_clickers_and_a_ring_are_excluded_by_the_crowd_rules(
             select(AuditEntry.reason).where(AuditEntry.actor == "rule:collusion")
         ).all()
         assert len(reasons) == 3 and all("shares answers with 2 other" in r for r in reasons)
+    # Reviewers sort by the accuracy against the crowd: the guessers first, named as such.
+    reply = client.get(f"/api/studies/{study_id}/workers?sort=agreement", headers=auth)
+    table = reply.get_json()["workers"]
+    names = [row["worker"].split(":", 1)[1] for row in table]
+    assert set(names[:4]) == {*RING, "random"}, names
+    for row in table[:4]:
+        assert row["agreement"] < row["agreement_threshold"] and row["agreement_n"] >= 8
+    assert [row["collusion_partners"] for row in table if row["worker"].endswith("ring0")] == [2]
 
 
 def test_the_answers_of_an_excluded_worker_are_asked_for_again_once(

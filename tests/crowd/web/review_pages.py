@@ -55,8 +55,8 @@ SHOTS = Path(os.environ.get("CROWD_SHOTS", "/tmp/shots/review"))
 # What a raw Python value looks like on a page: a repr'd dict or list, None, a long float.
 RAW = re.compile(r"\{'|\['|\bNone\b|\bTrue\b|\bFalse\b|\d\.\d{5,}")
 COLUMNS = [
-    "Worker", "Responses", "Gold accuracy", "Gold posterior", "Attention failed", "Too fast",
-    "Constant", "Longest run", "Flags", "Status", "Rules firing",
+    "Worker", "Responses", "Gold accuracy", "Gold posterior", "Against the crowd",
+    "Attention failed", "Too fast", "Constant", "Longest run", "Flags", "Status", "Rules firing",
 ]  # fmt: skip
 
 

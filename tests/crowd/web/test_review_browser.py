@@ -133,6 +133,9 @@ def test_workers_table_shows_evidence_and_sorts_by_column(
         assert re.fullmatch(r"\d+/\d+", row["Attention failed"]), row
         assert re.fullmatch(r"\d+%", row["Too fast"]) and re.fullmatch(r"\d+%", row["Constant"])
         assert row["Longest run"].isdigit()
+        # The accuracy against the crowd, and the threshold when below it.
+        assert re.fullmatch(r"(–|\d+%( \(below \d+%\))?(; shares answers with \d+)?)",
+                            row["Against the crowd"]), row  # fmt: skip
         if external_id in FAILERS:
             assert attention_failed(row) >= 1
             assert row["Status"] == "excluded (rule:attention_failed)"
@@ -167,6 +170,16 @@ def test_workers_table_shows_evidence_and_sorts_by_column(
         page.click("#workers a.sort[data-key=responses]")
     counts = [int(r["Responses"]) for r in worker_rows(page)]
     assert counts == sorted(counts)
+
+    with page.expect_navigation():
+        page.click("#workers a.sort[data-key=agreement]")
+    # (Two answers an item: nobody's item has the two other answers a comparison needs, so
+    # every accuracy is unknown here; tests/crowd/quality/test_crowd_rules.py sorts known ones.)
+    assert page.url.endswith("?sort=agreement")
+    shares = [r["Against the crowd"] for r in worker_rows(page)]
+    known = [int(s.split("%")[0]) for s in shares if s != "–"]
+    assert known == sorted(known) and len(shares) == len(rows)
+    assert shares[len(known) :] == ["–"] * (len(shares) - len(known))  # unknown ones last
 
     with page.expect_navigation():
         page.click("#workers a.sort[data-key=status]")
