@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flask.testing import FlaskClient
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from crowd.quality import exclusion
 from crowd.quality import standing as quality
@@ -95,6 +95,15 @@ def test_random_clickers_and_a_ring_are_excluded_by_the_crowd_rules(
             select(AuditEntry.reason).where(AuditEntry.actor == "rule:collusion")
         ).all()
         assert len(reasons) == 3 and all("shares answers with 2 other" in r for r in reasons)
+        # The rules' exclusions ask for the excluded answers again: one more per answer.
+        left_out = [rows[name].worker_id for name in [*RING, "random"]]
+        wanted = session.execute(
+            select(Item.target, Item.replaced, func.count(Response.id))
+            .join(Response, Response.item_id == Item.id)
+            .where(Item.study_id == study_id, Response.worker_id.in_(left_out))
+            .group_by(Item.id)
+        ).all()
+        assert wanted and all(target == 11 + n and replaced == n for target, replaced, n in wanted)
     # Reviewers sort by the accuracy against the crowd: the guessers first, named as such.
     reply = client.get(f"/api/studies/{study_id}/workers?sort=agreement", headers=auth)
     table = reply.get_json()["workers"]
