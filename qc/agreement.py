@@ -74,7 +74,7 @@ REAL_WEIGHT = 0.3
 # The crowd's prior rests on its workers: with W of them it has weight W / (W + this), the
 # uniform prior the rest, so a handful of workers barely move it.
 PRIOR_WORKERS = 10
-# EM rounds of the crowd's prior (it is a smooth function of the likelihoods; 200 settle it).
+# EM rounds of the crowd's prior at most (it stops once a round moves it by under 1e-6).
 _PRIOR_ROUNDS = 200
 
 
@@ -298,7 +298,11 @@ def _crowd_prior(likelihoods: list[np.ndarray]) -> np.ndarray:
     crowd = _UNIFORM
     for _ in range(_PRIOR_ROUNDS):
         post = like * crowd
-        crowd = (post / post.sum(axis=1, keepdims=True)).mean(axis=0)
+        new = (post / post.sum(axis=1, keepdims=True)).mean(axis=0)
+        settled = np.abs(new - crowd).sum() < 1e-6
+        crowd = new
+        if settled:
+            break
     weight = len(likelihoods) / (len(likelihoods) + PRIOR_WORKERS)
     return weight * crowd + (1 - weight) * _UNIFORM
 
