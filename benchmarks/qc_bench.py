@@ -23,6 +23,7 @@ benchmarks/RESULTS.md is rewritten. `--types`, `--redundancy` and `--mixes` run 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
@@ -52,7 +53,7 @@ from crowd.quality import labels  # noqa: E402
 from crowd.quality import standing as quality  # noqa: E402
 from crowd.queue.runner import ensure_redis, run_worker  # noqa: E402
 from crowd.settings import Settings  # noqa: E402
-from crowd.storage import Database, Item, ItemKind, Response, StudyWorker, Worker  # noqa: E402
+from crowd.storage import AuditEntry, Database, Item, ItemKind, Response, StudyWorker, Worker  # noqa: E402
 from crowd.studies.lifecycle import create_study, get_study, import_items  # noqa: E402
 from qc.aggregation import label_accuracy  # noqa: E402
 from tasks import load_builtin  # noqa: E402
@@ -248,6 +249,9 @@ def run_scenario(
         }
         answered = _answered(session)
         out = detection(result.workers, excluded_by, answered)
+        if args.dump:
+            dump_workers(Path(args.dump), f"{hit_type}-{mix_name}-{redundancy}-{args.seed}",
+                         session, study_id, result.workers, answered)  # fmt: skip
         by_rule: dict[str, int] = {}
         for rule in excluded_by.values():
             by_rule[str(rule)] = by_rule.get(str(rule), 0) + 1
@@ -270,6 +274,51 @@ def run_scenario(
     )  # fmt: skip
     db.dispose()
     return out
+
+
+def dump_workers(
+    folder: Path,
+    name: str,
+    session: Any,
+    study_id: int,
+    kinds: dict[str, str],
+    answered: dict[str, int],
+) -> None:
+    """Each worker's kind, items answered, exclusion and QC evidence, for a look at who was
+    missed or wrongly excluded (`--dump FOLDER`)."""
+    rows = session.execute(
+        select(Worker.external_id, StudyWorker)
+        .join(StudyWorker, StudyWorker.worker_id == Worker.id)
+        .where(StudyWorker.study_id == study_id)
+    ).all()
+    stopped = dict(
+        session.execute(
+            select(AuditEntry.worker_id, func.min(AuditEntry.at))
+            .where(
+                AuditEntry.study_id == study_id, AuditEntry.action.in_(("soft_block", "stop"))
+            )  # fmt: skip
+            .group_by(AuditEntry.worker_id)
+        ).all()
+    )
+    out = {}
+    for ext, row in rows:
+        at = stopped.get(row.worker_id)
+        before = None
+        if at is not None:  # answers stored by the time the rule acted (the queue's lag aside)
+            before = session.scalar(
+                select(func.count(Response.id))
+                .join(Item, Item.id == Response.item_id)
+                .where(
+                    Response.worker_id == row.worker_id,
+                    Response.created_at <= at,
+                    Item.kind != ItemKind.TRAINING,
+                )  # fmt: skip
+            )
+        out[ext] = {"kind": kinds.get(ext), "answered": answered.get(ext, 0),
+                    "answered_when_stopped": before, "excluded_by": row.excluded_by,
+                    "evidence": row.evidence}  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps(out, indent=1, default=str))
 
 
 def without_qc(path: Path, study_id: int, redundancy: int) -> dict[str, dict[str, Any]]:
@@ -486,6 +535,7 @@ def main() -> None:
     parser.add_argument("--types", default="boundary,likert,comparison")
     parser.add_argument("--mixes", default=",".join(MIXES))
     parser.add_argument("--redundancy", default=",".join(map(str, REDUNDANCY)))
+    parser.add_argument("--dump", help="folder for each study's per-worker evidence (JSON)")
     parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
     args = parser.parse_args()
     load_builtin()

@@ -167,9 +167,7 @@ class CrowdAgreement:
         self._evidence = {workers[w]: np.array(e) for w, e in evidence.items()}
         self.prior_ = _crowd_prior([_likelihood(e) for e in self._evidence.values()])
         self.n_ = {w: len(e) for w, e in self._evidence.items()}
-        self.agreement_ = {
-            w: float(self._posterior(e) @ _GRID) for w, e in self._evidence.items()
-        }
+        self.agreement_ = {w: float(self._posterior(e) @ _GRID) for w, e in self._evidence.items()}
         self.chance_ = {w: float(np.mean(e[:, 1])) for w, e in self._evidence.items()}
         self.skill_ = dict(zip(workers, map(float, skill), strict=True))
         lead = {w: (self.agreement_[w] - self.chance_[w]) * self.n_[w] for w in self.n_}

@@ -15,8 +15,12 @@ labels (ratings, boundary guesses; `ordinal=True`) a worker's habits are offsets
 consensus (a lenient rater answers one point above it), so two independent workers match on
 a task with probability sum_d f_a(d) f_b(d), f_w being the worker's offset distribution
 (smoothed towards the crowd's): two lenient raters agree often without colluding. Identical
-explanations on the same item are evidence of their own: two people who read and write for
-themselves never match word for word twice.
+explanations on the same item are evidence of their own, tested against how often two
+independent writers of this crowd would match there: on a task, the chance that two of the
+other workers' explanations there match (the pair left out), shrunk towards the same chance
+over the whole study's explanations. People who
+write their own words almost never match, so two matches convict; a crowd that writes from
+a few stock phrases ("Sentence 3 repeats itself.") matches often, and needs many more.
 
 Pairs found are joined into groups (connected components), so a reviewer sees who works
 together.
@@ -48,6 +52,9 @@ _DEFAULT_SKILL = 0.7
 _PRIOR = 1.0
 # Answers' worth of the crowd's offsets that a worker's own offset distribution starts from.
 _OFFSET_PRIOR = 4.0
+# Explanations' worth of the study's texts that a task's own explanation distribution starts
+# from (a task has a dozen explanations at most; the study has hundreds).
+_TEXT_PRIOR = 4.0
 
 
 @dataclass
@@ -62,11 +69,12 @@ class Collusion:
     measured from (ordinal: numeric labels; matches still mean equal labels).
     min_shared: tasks a pair must share to be tested; alpha: the family-wise level over the
     pairs tested; min_excess: matches beyond the expected a pair needs at least;
-    min_same_explanations: identical explanations on shared items that convict on their own.
+    min_same_explanations: identical explanations on shared items that convict on their own,
+    when also improbable at `alpha` (Bonferroni) for independent writers of this crowd.
     `focus`: test only pairs with a worker in it (None: every pair).
 
     Fitted: pairs_ (one dict per convicted pair: workers, shared, matches, expected,
-    p_value, same_explanations), partners_ (worker -> sorted partners), groups_ (sorted
+    p_value, same_explanations, same_expected, same_p_value), partners_ (worker -> sorted partners), groups_ (sorted
     lists of workers), tested_ (pairs sharing enough tasks, focus or not).
     """
 
@@ -111,6 +119,7 @@ class Collusion:
             for worker in given:
                 tasks_of.setdefault(worker, set()).add(task)
         texts = {key: text for key, text in (explanations or {}).items() if text}
+        writing = _Writing(texts)
         offsets = _offsets(by_task, consensus or {}) if self.ordinal else {}
         # Tasks each pair shares, counted task by task (no pair that shares none is visited).
         together: Counter[tuple[str, str]] = Counter()
@@ -124,7 +133,7 @@ class Collusion:
             if wanted is not None and a not in wanted and b not in wanted:
                 continue
             shared = sorted(tasks_of[a] & tasks_of[b])
-            found = self._test(a, b, shared, by_task, labels, skill, texts, offsets)
+            found = self._test(a, b, shared, by_task, labels, skill, writing, offsets)
             if found is not None:
                 self.pairs_.append(found)
         partners: dict[str, set[str]] = {}
@@ -144,7 +153,7 @@ class Collusion:
         by_task: Mapping[str, Mapping[str, Hashable]],
         labels: Mapping[str, list[Hashable]],
         skill: Mapping[str, float],
-        texts: Mapping[tuple[str, str], str],
+        writing: _Writing,
         offsets: Mapping[str, Mapping[float, float]],
     ) -> dict[str, Any] | None:
         chances: list[float] = []
@@ -153,11 +162,14 @@ class Collusion:
             same_offset = min(1.0, sum(p * f_b.get(d, 0.0) for d, p in f_a.items()))
         matches = 0
         same_explanations = 0
+        text_chances: list[float] = []
+        study_texts = writing.without(a, b)
         for task in shared:
             given = by_task[task]
-            text = texts.get((task, a))
-            if text is not None and text == texts.get((task, b)):
-                same_explanations += 1
+            text, other = writing.texts.get((task, a)), writing.texts.get((task, b))
+            if text is not None and other is not None:
+                text_chances.append(writing.match_chance(task, a, b, study_texts))
+                same_explanations += text == other
             if self.ordinal:
                 chances.append(same_offset)
             else:
@@ -166,12 +178,12 @@ class Collusion:
                 chances.append(_match_chance(options, others, skill, skill[a], skill[b]))
             matches += given[a] == given[b]
         expected = sum(chances)
+        level = self.alpha / max(self.tested_, 1)
         p_value = _upper_tail(chances, matches)
-        by_answers = (
-            matches - expected >= self.min_excess
-            and p_value <= self.alpha / max(self.tested_, 1)
-        )
-        if not by_answers and same_explanations < self.min_same_explanations:
+        by_answers = matches - expected >= self.min_excess and p_value <= level
+        same_p = _upper_tail(text_chances, same_explanations)
+        by_words = same_explanations >= self.min_same_explanations and same_p <= level
+        if not by_answers and not by_words:
             return None
         return {
             "workers": [a, b],
@@ -180,7 +192,52 @@ class Collusion:
             "expected": round(expected, 3),
             "p_value": p_value,
             "same_explanations": same_explanations,
+            "same_expected": round(sum(text_chances), 4),
+            "same_p_value": same_p,
         }
+
+
+class _Writing:
+    """The study's explanations, counted per task and over the study, so the chance that
+    two independent writers match on a task comes cheaply with any pair left out."""
+
+    def __init__(self, texts: Mapping[tuple[str, str], str]) -> None:
+        self.texts = dict(texts)
+        self.on_task: dict[str, Counter[str]] = {}
+        self.of_worker: dict[str, Counter[str]] = {}
+        self.study: Counter[str] = Counter()
+        for (task, worker), text in self.texts.items():
+            self.on_task.setdefault(task, Counter())[text] += 1
+            self.of_worker.setdefault(worker, Counter())[text] += 1
+            self.study[text] += 1
+        self.squares = sum(n * n for n in self.study.values())
+
+    def without(self, a: str, b: str) -> tuple[int, int]:
+        """The sum of squared text counts and the number of texts, over the study less the
+        pair's own."""
+        mine = self.of_worker.get(a, Counter()) + self.of_worker.get(b, Counter())
+        squares = self.squares - sum(self.study[x] ** 2 - (self.study[x] - n) ** 2
+                                     for x, n in mine.items())  # fmt: skip
+        return squares, self.study.total() - mine.total()
+
+    def match_chance(self, task: str, a: str, b: str, study: tuple[int, int]) -> float:
+        """P(two independent writers match on `task`): the unbiased collision estimate
+        sum c(c - 1) / (n (n - 1)) of the task's texts by the others, shrunk towards the same
+        estimate over the study's texts by the others, with the weight of `_TEXT_PRIOR`
+        explanations (the plug-in sum (c / n)^2 would call six different texts a 1-in-6
+        match)."""
+        squares, total = study
+        global_chance = (squares - total) / (total * (total - 1)) if total > 1 else 0.0
+        here = Counter(self.on_task.get(task, Counter()))
+        for worker in (a, b):
+            text = self.texts.get((task, worker))
+            if text is not None:
+                here[text] -= 1
+        n = sum(c for c in here.values() if c > 0)
+        if n < 2:
+            return global_chance
+        local = sum(c * (c - 1) for c in here.values() if c > 1) / (n * (n - 1))
+        return (n * local + _TEXT_PRIOR * global_chance) / (n + _TEXT_PRIOR)
 
 
 def _match_chance(

@@ -192,10 +192,12 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
     drift = 1 - (1 - credibility) / 5
     table: list[tuple[str, str, float, Action, dict[str, float], str]] = [
         # name, metric (compared with >=), threshold, action, min_evidence, description
-        # Two failures, not RoFT's one: careful people slip on a check now and then, and a
-        # worker who fails one and answers at random is soon below the crowd anyway.
-        ("attention_failed", "attention_failed", 2, soft, {"attention_checks": 2},
-         "Failed two attention checks."),
+        # Three failures, not RoFT's one: careful people slip on a check now and then (one
+        # in 30 slips gives two failures among a worker's first 3 to 4 checks about once in
+        # 200 workers, three about once in 10,000), and a worker who fails checks because
+        # they answer at random is soon below the crowd anyway.
+        ("attention_failed", "attention_failed", 3, soft, {"attention_checks": 3},
+         "Failed three attention checks."),
         ("gold_below_threshold", "gold_below_prob", credibility, soft, {"gold_n": min_gold},
          "Gold accuracy credibly below the study's threshold."),
         # Collusion first: it names the group, where the others would see only a bad record.
@@ -206,8 +208,11 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
         ("drifted", "recent_below_prob", drift, soft, {"agreement_n": 10},
          "Recent answers credibly closer to chance than to the crowd: stopped reading."),
         # Counted over the answers the worker chose (real and gold items; an attention check
-        # dictates its answer), so a few choices among many checks never look constant.
-        ("constant_answers", "constant_share", 0.9, soft, {"constant_n": 8},
+        # dictates its answer), so a few choices among many checks never look constant. At
+        # least 12 of them: a careful reader of a best-of-4, whose picks fall on the four
+        # shuffled positions alike, clicks one position in 8 of 8, 9 of 10 or 10 of 11 about
+        # once in 4,000 workers, and in 11 of 12 or more about once in 80,000.
+        ("constant_answers", "constant_share", 0.9, soft, {"constant_n": 12},
          "Gave the same answer almost every time."),
         ("too_fast", "too_fast_share", 0.5, soft, {"responses": 5},
          "Answered at least half the items faster than the text can be read."),
@@ -220,8 +225,16 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
          "Explanation appeared faster than it can be typed."),
     ]  # fmt: skip
     return tuple(
-        Rule(name, metric, ">=", threshold, action, min_evidence, description,
-             live_only=name in CROWD_RULES)  # fmt: skip
+        Rule(
+            name,
+            metric,
+            ">=",
+            threshold,
+            action,
+            min_evidence,
+            description,
+            live_only=name in CROWD_RULES,
+        )  # fmt: skip
         for name, metric, threshold, action, min_evidence, description in table
     )
 

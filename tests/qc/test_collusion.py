@@ -12,13 +12,12 @@ from qc.collusion import Collusion
 from tests.qc.test_agreement import K, crowd
 
 
-def fit(
-    answers: list[tuple[str, str, int]], ordinal: bool = False, **kwargs: Any
-) -> Collusion:
+def fit(answers: list[tuple[str, str, int]], ordinal: bool = False, **kwargs: Any) -> Collusion:
     """Collusion as QC runs it: with the skills and consensus of the agreement model."""
     agreement = CrowdAgreement().fit(answers)
     return Collusion(ordinal=ordinal).fit(
-        answers, skills=agreement.skill_, consensus=agreement.consensus_, **kwargs)
+        answers, skills=agreement.skill_, consensus=agreement.consensus_, **kwargs
+    )
 
 
 def ring(rng: random.Random, truth: dict[str, int], size: int) -> list[tuple[str, str, int]]:
@@ -74,6 +73,34 @@ def test_identical_explanations_convict_even_with_right_answers() -> None:
     model = fit(answers, explanations=texts)
     assert model.groups_ == [["c1", "c2"]]
     assert model.pairs_[0]["same_explanations"] == 3
+
+
+def test_stock_phrases_matching_by_chance_are_no_collusion_but_a_copied_text_is() -> None:
+    # 24 honest workers who write from 40 stock phrases (a third of them name the sentence
+    # they flag, so people who flag the same sentence match more often): by chance, dozens of
+    # pairs write the same text twice or more. Two workers who paste one text per item do too,
+    # on every shared item.
+    rng = random.Random(8)
+    workers = {f"c{n}": 0.7 for n in range(24)}
+    truth, answers = crowd(rng, workers, tasks=30)
+    phrases = [f"phrase {i}" for i in range(40)]
+    texts: dict[tuple[str, str], str] = {}
+    for task, worker, label in answers:
+        named = rng.random() < 1 / 3
+        texts[(task, worker)] = f"sentence {label} is off" if named else rng.choice(phrases)
+    for task in truth:
+        answers += [(task, w, truth[task]) for w in ("copy1", "copy2")]
+        texts[(task, "copy1")] = texts[(task, "copy2")] = f"pasted words for {task}"
+    twice = sum(
+        sum(texts[(t, a)] == texts[(t, b)] for t in truth) >= 2
+        for a in workers for b in workers if a < b
+    )  # fmt: skip
+    assert twice > 50  # the old rule (two identical explanations) convicted every one
+    model = fit(answers, explanations=texts)
+    assert model.groups_ == [["copy1", "copy2"]]
+    pair = model.pairs_[0]
+    assert pair["same_explanations"] == 30 and pair["same_expected"] < 3
+    assert pair["same_p_value"] < 1e-12
 
 
 def test_focus_tests_only_pairs_with_the_workers_named() -> None:

@@ -107,15 +107,16 @@ def test_end_to_end_rules_soft_block_the_careless_workers() -> None:
         n += 1
         rows.append(row(worker, kind, n, **fields))
 
-    for _ in range(10):
+    for _ in range(12):
         add("careful", "real")
         add("constant", "real", surface="position 1")
     for _ in range(4):
         add("careful", "gold", gold_accuracy=1.0)
         add("guesser", "gold", gold_accuracy=0.0)
-    add("inattentive", "attention", attention_passed=False)
-    add("inattentive", "attention", attention_passed=False)
-    add("slipped", "attention", attention_passed=False)  # once: careful people slip
+    for _ in range(3):
+        add("inattentive", "attention", attention_passed=False)
+    for _ in range(2):  # twice in three: careful people slip now and then
+        add("slipped", "attention", attention_passed=False)
     add("slipped", "attention", attention_passed=True)
 
     out = worker_evidence(rows, config)

@@ -27,12 +27,12 @@ def test_default_rules_are_the_documented_ones() -> None:
     got = {r.name: (r.metric, r.op, r.threshold, r.action, r.min_evidence) for r in DEFAULT_RULES}
     soft, flag = Action.SOFT_BLOCK, Action.FLAG
     assert got == {
-        "attention_failed": ("attention_failed", ">=", 2, soft, {"attention_checks": 2}),
+        "attention_failed": ("attention_failed", ">=", 3, soft, {"attention_checks": 3}),
         "gold_below_threshold": ("gold_below_prob", ">=", 0.95, soft, {"gold_n": 3}),
         "collusion": ("collusion_partners", ">=", 1, soft, {}),
         "below_crowd": ("agreement_below_prob", ">=", 0.95, soft, {"agreement_n": 8}),
         "drifted": ("recent_below_prob", ">=", 0.99, soft, {"agreement_n": 10}),
-        "constant_answers": ("constant_share", ">=", 0.9, soft, {"constant_n": 8}),
+        "constant_answers": ("constant_share", ">=", 0.9, soft, {"constant_n": 12}),
         "too_fast": ("too_fast_share", ">=", 0.5, soft, {"responses": 5}),
         "identical_run": ("longest_run", ">=", 5, flag, {}),
         "repeated_explanations": ("repeated_explanations", ">=", 2, flag, {}),
@@ -51,15 +51,15 @@ def test_default_rules_follow_the_gold_policy() -> None:
 
 
 def test_attention_rule_reason_and_evidence() -> None:
-    evidence = {"w": {"attention_failed": 2, "attention_checks": 3},
-                "slip": {"attention_failed": 1, "attention_checks": 3}}  # fmt: skip
+    evidence = {"w": {"attention_failed": 3, "attention_checks": 4},
+                "slips": {"attention_failed": 2, "attention_checks": 3}}  # fmt: skip
     [decision] = evaluate(evidence, [rules_by_name()["attention_failed"]])
     assert decision == Decision(
         worker="w",
         rule="attention_failed",
         action=Action.SOFT_BLOCK,
-        reason="failed 2 of 3 attention checks (rule attention_failed: attention_failed >= 2)",
-        evidence={"attention_failed": 2, "attention_checks": 3},
+        reason="failed 3 of 4 attention checks (rule attention_failed: attention_failed >= 3)",
+        evidence={"attention_failed": 3, "attention_checks": 4},
     )
     assert decision.to_json()["action"] == "soft_block"
 
@@ -94,9 +94,9 @@ def test_order_is_by_worker_then_rule_and_exclusions_only_soft_blocks() -> None:
     rules = rules_by_name()
     order = [rules["pasted_text"], rules["attention_failed"]]
     evidence: dict[str, dict[str, Any]] = {
-        "zed": {"pasted_n": 2, "attention_failed": 2, "attention_checks": 2},
+        "zed": {"pasted_n": 2, "attention_failed": 3, "attention_checks": 3},
         "amy": {"pasted_n": 1, "attention_failed": 0, "attention_checks": 3},
-        "bob": {"pasted_n": 0, "attention_failed": 2, "attention_checks": 2},
+        "bob": {"pasted_n": 0, "attention_failed": 3, "attention_checks": 3},
     }
     decisions = evaluate(evidence, order)
     assert [(d.worker, d.rule) for d in decisions] == [
