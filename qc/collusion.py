@@ -74,8 +74,8 @@ class Collusion:
     `focus`: test only pairs with a worker in it (None: every pair).
 
     Fitted: pairs_ (one dict per convicted pair: workers, shared, matches, expected,
-    p_value, same_explanations, same_expected, same_p_value), partners_ (worker -> sorted partners), groups_ (sorted
-    lists of workers), tested_ (pairs sharing enough tasks, focus or not).
+    p_value, same_explanations, same_expected, same_p_value), partners_ (worker -> sorted
+    partners), groups_ (sorted lists of workers), tested_ (pairs sharing enough tasks, focus or not).
     """
 
     ordinal: bool = False
