@@ -75,7 +75,8 @@ class Collusion:
 
     Fitted: pairs_ (one dict per convicted pair: workers, shared, matches, expected,
     p_value, same_explanations, same_expected, same_p_value), partners_ (worker -> sorted
-    partners), groups_ (sorted lists of workers), tested_ (pairs sharing enough tasks, focus or not).
+    partners), groups_ (sorted lists of workers), tested_ (pairs sharing enough tasks, focus
+    or not).
     """
 
     ordinal: bool = False
