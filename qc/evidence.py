@@ -100,10 +100,24 @@ def worker_evidence(
             **NO_CROWD,
             **(crowd or {}).get(worker, {}),
         }
-        out[worker]["gold_rate"] = gold_rate(
-            alpha, beta, policy, out[worker]["agreement_below_prob"]
-        )
+        out[worker]["gold_rate"] = gold_rate(alpha, beta, policy, crowd_doubt(out[worker]))
     return out
+
+
+def crowd_doubt(evidence: Mapping[str, Any]) -> float | None:
+    """How much the crowd doubts a worker, for the gold rate: the larger of P(accuracy below
+    the crowd's threshold) over the whole record and over the recent window, so a worker
+    who stops reading meets more gold while the window fills (None before any comparison).
+
+    >>> crowd_doubt({"agreement_below_prob": 0.1, "recent_below_prob": 0.6})
+    0.6
+    """
+    found = [
+        float(evidence[key])
+        for key in ("agreement_below_prob", "recent_below_prob")
+        if evidence.get(key) is not None
+    ]
+    return max(found) if found else None
 
 
 # A worker's crowd metrics before any task of theirs has enough other answers.

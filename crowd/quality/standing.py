@@ -33,7 +33,7 @@ from crowd.storage import (
 )
 from qc.anomalies import response_signals
 from qc.config import QcConfig
-from qc.evidence import crowd_evidence, worker_evidence
+from qc.evidence import crowd_doubt, crowd_evidence, worker_evidence
 from qc.gold import GoldConfidence, gold_rate
 from qc.rules import Action, evaluate
 from tasks import HitType, get_hit_type
@@ -468,7 +468,7 @@ def _judge(
                     pooled.alpha_["w"],
                     pooled.beta_["w"],
                     config.gold,
-                    evidence.get("agreement_below_prob"),
+                    crowd_doubt(evidence),
                 ),
                 4,
             ),  # fmt: skip

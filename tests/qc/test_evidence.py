@@ -59,6 +59,21 @@ def test_gold_and_attention_figures() -> None:
     assert (b["attention_checks"], b["attention_failed"]) == (0, 0)
 
 
+def test_a_worker_the_crowd_doubts_of_late_meets_more_gold() -> None:
+    # Ten gold right, then the worker stops reading: the whole record still vouches for them,
+    # the recent window does not, and the gold rate follows the window's doubt.
+    config = parse_qc_config(None)
+    rows = [row("w", "gold", n) for n in range(10)]
+    crowd = {"agreement_n": 30, "agreement_below_prob": 0.02}
+    steady = worker_evidence(rows, config, {"w": {**crowd, "recent_below_prob": 0.03}})["w"]
+    drifting = worker_evidence(rows, config, {"w": {**crowd, "recent_below_prob": 0.8}})["w"]
+    policy = config.gold
+    assert steady["gold_rate"] < 0.15
+    assert drifting["gold_rate"] == pytest.approx(
+        policy.min_rate + (policy.max_rate - policy.min_rate) * 0.8
+    )
+
+
 def test_every_rule_metric_is_present_and_evidence_is_attached() -> None:
     rows = [row("a", "real", 1, seconds=0.2)]
     out = worker_evidence(rows, parse_qc_config(None))["a"]
