@@ -16,7 +16,12 @@ from tests.crowd.quality.test_standing import ROFT_RULES
 def test_a_simulated_crowd_plays_and_the_failers_are_caught(
     live_server: Any, api_key: str, make_study: Any, db: Database, sample_items: list[Any]
 ) -> None:
-    config = {"annotations_per_item": 2, "attention_rate": 0.1, "qc": {"rules": ROFT_RULES}}
+    # Ten items a worker: the constant rule judges from 8 choices here (12 by default).
+    rules = [
+        {**rule, "min_evidence": {"constant_n": 8}} if rule["name"] == "constant_answers" else rule
+        for rule in ROFT_RULES
+    ]
+    config = {"annotations_per_item": 2, "attention_rate": 0.1, "qc": {"rules": rules}}
     study_id = make_study(sample_items, config)
     mix = {"careful": 3, "always_human": 1, "attention_failer": 2}
     crowd = SimulatedCrowd(
