@@ -70,7 +70,22 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "boundary": {"attention_rate": 0.1},
     "likert": {"template": "story", "attention_rate": 0.1},
     "comparison": {"template": "sentiment", "attention_rate": 0.1, "overlap_share": 0},
-}
+    "form": {
+        "attention_rate": 0.1,
+        "instructions": "Read the summary, then rate it and say what is wrong with it.",
+        "fields": [
+            {"id": "quality", "type": "rating", "title": "How good is the summary?",
+             "scale": [1, 5]},
+            {"id": "verdict", "type": "category", "title": "What is its main problem?",
+             "choices": [{"label": label, "value": value} for value, label in (
+                 ("none", "None"), ("missing", "It leaves out a key point"),
+                 ("invented", "It states something the source does not"),
+                 ("unclear", "It is hard to follow"))],
+             "min_choices": 1, "max_choices": 1},
+        ],
+    },
+}  # fmt: skip
+VERDICTS = ("none", "missing", "invented", "unclear")
 BAD = ("slow_random", "colluder", "drifter", "paster", "position_biased")
 GOOD = ("careful", "noisy")
 # 40 workers each: half bad (4 of each bad kind), or mostly careful (a group of 4 colluders,
@@ -164,7 +179,35 @@ def comparison_items(rng: random.Random, n_real: int, n_gold: int, n_att: int) -
     return items
 
 
-MAKERS = {"boundary": boundary_items, "likert": likert_items, "comparison": comparison_items}
+def form_items(rng: random.Random, n_real: int, n_gold: int, n_att: int) -> list[dict]:
+    """Summaries to rate (1 to 5) and to give one main problem (of 4): a rating field and a
+    single-choice category field."""
+    items = []
+    for i in range(n_real + n_gold):
+        quality_ = round(rng.uniform(1.3, 4.7), 2)
+        verdict = rng.choice(VERDICTS)
+        record: dict[str, Any] = {
+            "id": f"f{i}",
+            "attachments": [{"type": "text", "content": f"Summary {i}. {words(rng, 50)}."}],
+            "meta": {"truth": {"quality": quality_, "verdict": verdict}},
+        }
+        if i >= n_real:
+            record["kind"] = "gold"
+            record["expected"] = {"quality": int(quality_ + 0.5), "verdict": [verdict]}
+            record["tolerance"] = {"quality": 1}
+        items.append(record)
+    for i in range(n_att):
+        wanted, verdict = rng.randint(1, 5), rng.choice(VERDICTS)
+        text = (f"Check {i}: this is not a summary. Rate it {wanted} and choose the problem "
+                f"{verdict!r}. {words(rng, 20)}.")  # fmt: skip
+        items.append({"id": f"att{i}", "kind": "attention",
+                      "attachments": [{"type": "text", "content": text}],
+                      "expected": {"quality": wanted, "verdict": [verdict]}})  # fmt: skip
+    return items
+
+
+MAKERS = {"boundary": boundary_items, "likert": likert_items, "comparison": comparison_items,
+          "form": form_items}  # fmt: skip
 
 
 def truth_labels(hit_type: str, records: list[dict]) -> dict[str, Any]:
@@ -178,6 +221,10 @@ def truth_labels(hit_type: str, records: list[dict]) -> dict[str, Any]:
         elif hit_type == "likert":
             for name, value in record["meta"]["quality"].items():
                 truth[f"{record['id']}/{name}"] = min(5, max(1, int(value + 0.5)))
+        elif hit_type == "form":
+            fields = record["meta"]["truth"]
+            truth[f"{record['id']}/quality"] = min(5, max(1, int(fields["quality"] + 0.5)))
+            truth[f"{record['id']}/verdict"] = fields["verdict"]
         else:
             utility = record["meta"]["utility"]
             truth[f"{record['id']}/best"] = utility.index(max(utility))
@@ -443,6 +490,24 @@ METHOD_NAMES = {
 }  # fmt: skip
 
 
+def earlier_results(path: Path, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """This run's rows and those of the runs in `path` (a --runs-file), in the table's order
+    (HIT type, mix, redundancy); a row measured now replaces an earlier one."""
+    grouped: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            run = json.loads(line)
+            grouped.setdefault((run["hit_type"], run["mix"], run["redundancy"]), []).append(run)
+    rows = {key: combine(runs) for key, runs in grouped.items()}
+    rows.update({(r["hit_type"], r["mix"], r["redundancy"]): r for r in results})
+    types, mixes = list(MAKERS), list(MIXES)
+
+    def order(key: tuple[str, str, int]) -> tuple[int, int, int]:
+        return types.index(key[0]), mixes.index(key[1]), key[2]
+
+    return [rows[key] for key in sorted(rows, key=order)]
+
+
 def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     command = " ".join([".venv/bin/python", "benchmarks/qc_bench.py", *sys.argv[1:]])
@@ -532,16 +597,21 @@ def main() -> None:
     parser.add_argument("--attention", type=int, default=10, help="attention items per study")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--runs", type=int, default=1, help="runs per row (seeds seed, ...)")
-    parser.add_argument("--types", default="boundary,likert,comparison")
+    parser.add_argument("--types", default="boundary,likert,comparison,form")
     parser.add_argument("--mixes", default=",".join(MIXES))
     parser.add_argument("--redundancy", default=",".join(map(str, REDUNDANCY)))
+    parser.add_argument("--runs-file", help="append each run's result to this file (JSON lines)")
+    parser.add_argument(
+        "--add-runs",
+        help="a --runs-file of earlier runs (same settings) whose rows join this run's table",
+    )
     parser.add_argument("--dump", help="folder for each study's per-worker evidence (JSON)")
     parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
     args = parser.parse_args()
     load_builtin()
     base = Settings.from_env()
     results = []
-    for hit_type in args.types.split(","):
+    for hit_type in filter(None, args.types.split(",")):  # "": only the --add-runs rows
         for mix in args.mixes.split(","):
             for redundancy in map(int, args.redundancy.split(",")):
                 runs = []
@@ -549,9 +619,14 @@ def main() -> None:
                     print(f"{hit_type}, {mix}, {redundancy} per item: run {n + 1} ...", flush=True)
                     seeded = argparse.Namespace(**{**vars(args), "seed": args.seed + n})
                     runs.append(run_scenario(hit_type, mix, redundancy, seeded, base))
+                    if args.runs_file:
+                        with open(args.runs_file, "a", encoding="utf-8") as out:
+                            out.write(json.dumps(runs[-1]) + "\n")
                     print({k: v for k, v in runs[-1].items() if k != "kinds"}, flush=True)
                     print(runs[-1]["kinds"], flush=True)
                 results.append(combine(runs))
+    if args.add_runs:
+        results = earlier_results(Path(args.add_runs), results)
     block = results_block(results, args)
     print(block)
     if not args.no_write:

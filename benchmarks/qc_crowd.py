@@ -4,8 +4,9 @@ It imports nothing from crowd/, tasks/ or qc/: workers join with the experimente
 as provider "sim" and play a study over HTTP only, as people do (join, next, step,
 explanation), reporting simulated time in `sim_seconds`. Each worker knows the truth of every
 item from the experimenter's records and finds an item by what its page shows (a passage's
-first sentence, a Likert text, a comparison's query and candidates); its kind decides how it
-uses that truth. Every kind reads at a human pace, so no kind is caught by speed alone.
+first sentence, a Likert text, a comparison's query and candidates, a form's first
+attachment); its kind decides how it uses that truth. Every kind reads at a human pace, so
+no kind is caught by speed alone.
 
 Kinds (KINDS): careful and noisy readers; slow_random (random answers at reading pace);
 colluder (groups of `group_size` share one answer per item, and on boundary passages one
@@ -29,7 +30,7 @@ import requests
 KINDS: tuple[str, ...] = (
     "careful", "noisy", "slow_random", "colluder", "drifter", "paster", "position_biased",
 )  # fmt: skip
-HIT_TYPES: tuple[str, ...] = ("boundary", "likert", "comparison")
+HIT_TYPES: tuple[str, ...] = ("boundary", "likert", "comparison", "form")
 DRIFT_AFTER = 8  # a drifter's careful items (attention and gold included)
 REASON_TAGS: tuple[str, ...] = (
     "grammar", "repetition", "irrelevant", "contradicts_sentence", "contradicts_knowledge",
@@ -114,6 +115,7 @@ class Truth:
     expected_rating: int | None = None  # likert attention: the number asked for
     utility: Mapping[str, float] | None = None  # comparison: utility by candidate text
     best_text: str | None = None  # comparison gold/attention: the labelled best
+    fields: Mapping[str, Any] | None = None  # form: the true (or asked-for) value by field
 
     @property
     def attention(self) -> bool:
@@ -134,6 +136,8 @@ def page_key(hit_type: str, task: Mapping[str, Any]) -> str:
         return str(task["sentences"][0]).strip()
     if hit_type == "likert":
         return str(task["text"]).strip()
+    if hit_type == "form":
+        return str(task["attachments"][0]["content"]).strip()
     return _comparison_key(str(task["query"]), _texts(list(task["candidates"])))
 
 
@@ -157,6 +161,11 @@ def truths_of(hit_type: str, records: list[dict[str, Any]]) -> dict[str, Truth]:
                 quality={str(k): float(v) for k, v in quality.items()},
                 expected_rating=None if expected is None else int(expected),
             )
+        elif hit_type == "form":
+            wanted = record.get("expected") if kind == "attention" else None
+            fields = wanted or (meta.get("truth") or {})
+            key = str(record["attachments"][0]["content"]).strip()
+            truths[key] = Truth(kind, fields=dict(fields))
         else:
             texts = _texts(list(record["candidates"]))
             utility = meta.get("utility")
@@ -389,7 +398,8 @@ class BenchCrowd:
         )
         play = Play(worker, mode, key, truth, follows_check=follows)
         answer = {"boundary": self._boundary_plan, "likert": self._likert_plan,
-                  "comparison": self._comparison_plan}[self.hit_type](play)  # fmt: skip
+                  "comparison": self._comparison_plan, "form": self._form_plan,
+                  }[self.hit_type](play)  # fmt: skip
         path = f"/api/work/assignments/{view['assignment_id']}"
         while "task" in view and not view.get("answered"):
             task = view["task"]
@@ -530,6 +540,60 @@ class BenchCrowd:
             if mode == "position_biased" and rng.random() < BIASED_SHARE:
                 return {"choice": 0}
             return {"choice": rng.randrange(k)}
+
+        return answer
+
+    # -- form --------------------------------------------------------------------------------
+    def _form_plan(self, play: Play) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+        """Rating fields as the Likert plan rates, single-choice category fields as the
+        comparison plan picks (the truth's utility 1, the others' 0, plus reading noise)."""
+        rng, mode, truth = play.worker.rng, play.mode, play.truth
+        wanted = dict(truth.fields or {})
+
+        def rating(field: Mapping[str, Any]) -> int:
+            name = str(field["id"])
+            low, high = (int(end) for end in field["scale"])
+            if truth.attention and play.follows_check:
+                return clip_round(float(wanted[name]), low, high)
+            if mode in READERS and not truth.attention:
+                noisy = clip_round(float(wanted[name]), low, high)
+                return clip_round(noisy + rng.gauss(0.0, READERS[mode].rating_sd), low, high)
+            if mode == "paster":  # an LLM's ratings: high, fixed by the item and question
+                pool = (high - 2, high - 1, high - 1, high - 1, high, high, high)
+                return max(low, pool[item_hash("form", play.key, name) % len(pool)])
+            if mode == "position_biased":  # the middle of the scale, nearly always
+                favourite = (low + high) // 2 + play.worker.favourite
+                other = (low + high) // 2 + 1 - play.worker.favourite
+                return min(high, max(low, favourite if rng.random() < BIASED_SHARE else other))
+            return rng.randint(low, high)
+
+        def choice(field: Mapping[str, Any]) -> list[str]:
+            name = str(field["id"])
+            values = [str(c["value"]) for c in field["choices"]]
+            true = wanted.get(name)
+            true = true[0] if isinstance(true, list) else true
+            if truth.attention and play.follows_check:
+                return [str(true)]
+            if mode in READERS and not truth.attention:
+                sd = READERS[mode].utility_sd
+                noisy = [(v == true) + rng.gauss(0.0, sd) for v in values]
+                return [values[noisy.index(max(noisy))]]
+            if mode == "paster":
+                return [values[item_hash("form", play.key, name) % len(values)]]
+            if mode == "position_biased" and rng.random() < BIASED_SHARE:
+                return [values[0]]
+            return [rng.choice(values)]
+
+        def answer(task: Mapping[str, Any]) -> dict[str, Any]:
+            def fresh() -> dict[str, Any]:
+                return {
+                    str(f["id"]): rating(f) if f["type"] == "rating" else choice(f)
+                    for f in task["fields"]
+                }
+
+            if mode == "colluder" and not (truth.attention and play.follows_check):
+                return {"fields": self._shared_answer(play, fresh)}
+            return {"fields": fresh()}
 
         return answer
 

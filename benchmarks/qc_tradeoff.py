@@ -1,0 +1,122 @@
+"""What a gold rule's credibility costs: careful workers wrongly stopped against the gold
+answers a bad worker gives before the stop, computed exactly.
+
+A rule that re-tests after every gold answer (P(accuracy < threshold) >= credibility under
+the Beta(1, 1) posterior, after at least 3 gold answers) is a sequential test. For a worker
+of true accuracy p this walks every path of right and wrong answers (a dynamic programme
+over the count right, paths that stop removed), so its numbers have no sampling noise:
+the chance a careful worker is ever stopped within N gold answers, and for a bad worker the
+chance of a stop within N and the median answer it comes at. The accuracies are those the
+QC benchmark's crowd shows on gold (`benchmarks/qc_bench.py --dump`): on boundary gold
+(within one sentence) careful readers score 0.775 and bad kinds about 0.33; on best-of-4
+comparison gold 0.757 and 0.30.
+
+Run: `.venv/bin/python benchmarks/qc_tradeoff.py` (under a second); it rewrites its block
+in benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+
+import numpy as np
+from results_md import write_block
+from scipy import stats
+
+START, END = "<!-- qc-tradeoff:start -->", "<!-- qc-tradeoff:end -->"
+INTRO = "\n## What a gold rule's credibility costs (`benchmarks/qc_tradeoff.py`)\n\n"
+# HIT type: (gold threshold, careful accuracy, bad accuracy), as measured in the QC benchmark.
+TYPES: dict[str, tuple[float, float, float]] = {
+    "boundary": (0.46, 0.775, 0.33),
+    "comparison": (0.4375, 0.757, 0.30),
+}
+CREDIBILITY = (0.95, 0.975, 0.99, 0.999)
+MIN_GOLD = 3
+
+
+def stops(p: float, threshold: float, credibility: float, n_max: int) -> np.ndarray:
+    """P(the rule first stops a worker of accuracy p at gold answer n), n = 1..n_max."""
+    alive = np.array([1.0])  # alive[s]: P(s right so far and not stopped)
+    first = np.zeros(n_max)
+    for n in range(1, n_max + 1):
+        nxt = np.zeros(n + 1)
+        nxt[:-1] += alive * (1 - p)
+        nxt[1:] += alive * p
+        if n >= MIN_GOLD:
+            right = np.arange(n + 1)
+            fires = stats.beta.cdf(threshold, 1 + right, 1 + n - right) >= credibility
+            first[n - 1] = nxt[fires].sum()
+            nxt[fires] = 0.0
+        alive = nxt
+    return first
+
+
+def median_stop(first: np.ndarray) -> float | None:
+    """The median gold answer of a stop, among the workers stopped."""
+    total = first.sum()
+    if total <= 0:
+        return None
+    return float(np.searchsorted(np.cumsum(first) / total, 0.5) + 1)
+
+
+def evidence(careful: float, bad: float) -> float:
+    """The expected log likelihood ratio of one gold answer of a bad worker (the KL
+    divergence of Bernoulli(bad) from Bernoulli(careful)), in nats."""
+    return float(bad * np.log(bad / careful) + (1 - bad) * np.log((1 - bad) / (1 - careful)))
+
+
+def block(n_max: int) -> str:
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    command = " ".join([".venv/bin/python", "benchmarks/qc_tradeoff.py", *sys.argv[1:]])
+    lines = [
+        START,
+        f"Computed {now} with `{command}` (exact, no sampling). Within {n_max} gold "
+        f"answers, a rule stopping at P(gold accuracy < threshold) >= credibility (Beta(1, 1) "
+        f"prior, at least {MIN_GOLD} gold answers, re-tested after each):",
+        "",
+        "| HIT type | credibility | careful workers stopped | bad workers stopped | "
+        "median gold answers to the stop |",
+        "|---|---|---|---|---|",
+    ]
+    for name, (threshold, careful, bad) in TYPES.items():
+        for credibility in CREDIBILITY:
+            wrong = stops(careful, threshold, credibility, n_max).sum()
+            caught = stops(bad, threshold, credibility, n_max)
+            median = median_stop(caught)
+            lines.append(
+                f"| {name} | {credibility} | {wrong:.2e} (1 in {1 / wrong:,.0f}) | "
+                f"{caught.sum():.2f} | {'n/a' if median is None else f'{median:g}'} |"
+                if wrong > 0
+                else f"| {name} | {credibility} | 0 | {caught.sum():.2f} | "
+                f"{'n/a' if median is None else f'{median:g}'} |"
+            )
+    nats = ", ".join(f"{name} {evidence(careful, bad):.2f}"
+                     for name, (_, careful, bad) in TYPES.items())  # fmt: skip
+    lines += [
+        "",
+        f"A bad worker's gold answer carries on average this many nats of evidence against "
+        f"them: {nats}. A stop at credibility c needs about ln(c / (1 - c)) nats (2.9 at "
+        "0.95, 4.6 at 0.99, 6.9 at 0.999), and the rarer a careful worker's wrong stop, the "
+        "more answers a bad worker gives first. With 720 careful worker-runs in the QC "
+        'table, "no careful worker excluded in any run" asks for about 1 in 1,000 per '
+        "worker and per rule, or better.",
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gold", type=int, default=30, help="gold answers a worker gives")
+    parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
+    args = parser.parse_args()
+    text = block(args.gold)
+    print(text)
+    if not args.no_write:
+        write_block(START, END, text, INTRO)
+
+
+if __name__ == "__main__":
+    main()
