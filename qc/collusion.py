@@ -200,7 +200,11 @@ class Collusion:
 
 class _Writing:
     """The study's explanations, counted per task and over the study, so the chance that
-    two independent writers match on a task comes cheaply with any pair left out."""
+    two independent writers match on a task comes cheaply with any pair left out.
+
+    Over the study only pairs of texts by two different workers count: a worker who writes
+    "Fine." under every item matches nobody by it.
+    """
 
     def __init__(self, texts: Mapping[tuple[str, str], str]) -> None:
         self.texts = dict(texts)
@@ -212,23 +216,30 @@ class _Writing:
             self.of_worker.setdefault(worker, Counter())[text] += 1
             self.study[text] += 1
         self.squares = sum(n * n for n in self.study.values())
+        self.own = {w: _own(mine) for w, mine in self.of_worker.items()}
+        self.own_squares = sum(squares for squares, _ in self.own.values())
+        self.own_totals = sum(total * total for _, total in self.own.values())
 
     def without(self, a: str, b: str) -> tuple[int, int]:
-        """The sum of squared text counts and the number of texts, over the study less the
-        pair's own."""
+        """Over the study less the pair's own texts: the ordered pairs of texts by two
+        different workers that match, and all such pairs."""
         mine = self.of_worker.get(a, Counter()) + self.of_worker.get(b, Counter())
         squares = self.squares - sum(self.study[x] ** 2 - (self.study[x] - n) ** 2
                                      for x, n in mine.items())  # fmt: skip
-        return squares, self.study.total() - mine.total()
+        own = [self.own.get(w, (0, 0)) for w in (a, b)]
+        own_squares = self.own_squares - sum(squares for squares, _ in own)
+        own_totals = self.own_totals - sum(total * total for _, total in own)
+        total = self.study.total() - mine.total()
+        return squares - own_squares, total * total - own_totals
 
     def match_chance(self, task: str, a: str, b: str, study: tuple[int, int]) -> float:
         """P(two independent writers match on `task`): the unbiased collision estimate
-        sum c(c - 1) / (n (n - 1)) of the task's texts by the others, shrunk towards the same
-        estimate over the study's texts by the others, with the weight of `_TEXT_PRIOR`
-        explanations (the plug-in sum (c / n)^2 would call six different texts a 1-in-6
-        match)."""
-        squares, total = study
-        global_chance = (squares - total) / (total * (total - 1)) if total > 1 else 0.0
+        sum c(c - 1) / (n (n - 1)) of the task's texts by the others, shrunk towards the
+        share of matching pairs of texts by two different workers over the study (the pair
+        left out), with the weight of `_TEXT_PRIOR` explanations (the plug-in sum (c / n)^2
+        would call six different texts a 1-in-6 match)."""
+        matching, pairs = study
+        global_chance = matching / pairs if pairs > 0 else 0.0
         here = Counter(self.on_task.get(task, Counter()))
         for worker in (a, b):
             text = self.texts.get((task, worker))
@@ -239,6 +250,11 @@ class _Writing:
             return global_chance
         local = sum(c * (c - 1) for c in here.values() if c > 1) / (n * (n - 1))
         return (n * local + _TEXT_PRIOR * global_chance) / (n + _TEXT_PRIOR)
+
+
+def _own(texts: Counter[str]) -> tuple[int, int]:
+    """One worker's texts: the sum of their squared counts, and how many."""
+    return sum(n * n for n in texts.values()), texts.total()
 
 
 def _match_chance(

@@ -25,6 +25,7 @@ from typing import Any
 
 from qc.agreement import CrowdAgreement
 from qc.anomalies import WorkerSignals, normalize_explanation
+from qc.attention import fail_prob
 from qc.collusion import Collusion
 from qc.config import QcConfig
 from qc.gold import GoldConfidence, gold_rate
@@ -40,7 +41,8 @@ def worker_evidence(
 ) -> dict[str, dict[str, Any]]:
     """Per worker: anomaly metrics, attention and gold figures, and the evidence lists.
 
-    Keys: the metrics of `WorkerSignals`, plus attention_checks, attention_failed, gold_n,
+    Keys: the metrics of `WorkerSignals`, plus attention_checks, attention_failed,
+    attention_fail_prob (P(failure rate > qc.attention.SLIP_RATE); None without checks), gold_n,
     gold_accuracy (mean raw accuracy; None without gold), gold_mean (posterior mean; the
     prior's without gold), gold_below_prob (P(accuracy < config.gold.threshold); None
     without gold), gold_rate (the chance the next item is gold), "evidence" (signal ->
@@ -90,6 +92,7 @@ def worker_evidence(
             **signals.metrics_[worker],
             "attention_checks": checks.get(worker, 0),
             "attention_failed": failed.get(worker, 0),
+            "attention_fail_prob": fail_prob(failed.get(worker, 0), checks.get(worker, 0)),
             "gold_n": n_gold,
             "gold_accuracy": gold_sum[worker] / n_gold if n_gold else None,
             "gold_mean": gold.mean(worker),

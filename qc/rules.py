@@ -42,6 +42,7 @@ METRICS: tuple[str, ...] = (
     "typed_too_fast_n",
     "attention_checks",
     "attention_failed",
+    "attention_fail_prob",
     "gold_n",
     "gold_accuracy",
     "gold_mean",
@@ -192,12 +193,13 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
     drift = 1 - (1 - credibility) / 5
     table: list[tuple[str, str, float, Action, dict[str, float], str]] = [
         # name, metric (compared with >=), threshold, action, min_evidence, description
-        # Three failures, not RoFT's one: careful people slip on a check now and then (one
-        # in 30 slips gives two failures among a worker's first 3 to 4 checks about once in
-        # 200 workers, three about once in 10,000), and a worker who fails checks because
-        # they answer at random is soon below the crowd anyway.
-        ("attention_failed", "attention_failed", 3, soft, {"attention_checks": 3},
-         "Failed three attention checks."),
+        # A failure rate credibly above careful people's slips, and three failures at least,
+        # not RoFT's one: careful people slip on a check now and then (at one slip in 30,
+        # three failures in a worker's first 3 or 4 checks come once in 7,000 to 27,000
+        # careful workers), and a rate, not a count, so a careful worker is not caught in the
+        # end by the slips of a long record.
+        ("attention_failed", "attention_fail_prob", credibility, soft, {"attention_failed": 3},
+         "Failed attention checks credibly more often than careful people slip."),
         ("gold_below_threshold", "gold_below_prob", credibility, soft, {"gold_n": min_gold},
          "Gold accuracy credibly below the study's threshold."),
         # Collusion first: it names the group, where the others would see only a bad record.
@@ -277,6 +279,13 @@ _PHRASES: dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, Any]], str]]] 
     "attention_failed": (
         ("attention_checks",),
         lambda e: f"failed {e['attention_failed']} of {e['attention_checks']} attention checks",
+    ),
+    "attention_fail_prob": (
+        ("attention_failed", "attention_checks"),
+        lambda e: (
+            f"failed {e['attention_failed']} of {e['attention_checks']} attention checks; "
+            f"probability they fail more than 1 in 5 {e['attention_fail_prob']:.2f}"
+        ),
     ),
     "gold_below_prob": (
         ("gold_n", "gold_accuracy"),

@@ -80,8 +80,6 @@ def run(args: list[str], env: dict[str, str], tmp_path: Path,
     return process, redis_pid
 
 
-
-
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_serve_stops_its_redis_on_a_signal(
     stop: signal.Signals, env: dict[str, str], tmp_path: Path,

@@ -137,10 +137,15 @@ def test_agreement_and_collusion_read_as_sentences_naming_the_group() -> None:
     assert shown["Chance the accuracy against the crowd is below the threshold"] == "99%"
     assert shown["Recent accuracy against the crowd"] == "20%"
     assert shown["Collusion"] == (
-        "shares answers with 2 other worker(s) beyond chance; group of workers 4, 7, 9")
+        "shares answers with 2 other worker(s) beyond chance; group of workers 4, 7, 9"
+    )
     assert "Collusion pairs" not in shown and "Agreement chance" not in shown
-    quiet = {f.label: f.text for f in text.figures(
-        {"agreement": None, "agreement_n": 0, "collusion_partners": 0, "collusion_group": []})}
+    quiet = {
+        f.label: f.text
+        for f in text.figures(
+            {"agreement": None, "agreement_n": 0, "collusion_partners": 0, "collusion_group": []}
+        )
+    }
     assert quiet["Accuracy against the crowd"] == "no answers shared with enough others yet"
     assert quiet["Collusion"] == "none found"
     readable(*shown.values(), *quiet.values())

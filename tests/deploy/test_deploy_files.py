@@ -25,9 +25,7 @@ GUNICORN_CONF = DEPLOY / "gunicorn.conf.py"
 README = ROOT / "README.md"
 
 WEB_COMMAND = "gunicorn -c deploy/gunicorn.conf.py crowd.wsgi:app"
-WORKER_COMMAND = (
-    "crowd worker --queue crowd-events --queue crowd-reports --queue crowd-deliveries"
-)
+WORKER_COMMAND = "crowd worker --queue crowd-events --queue crowd-reports --queue crowd-deliveries"
 MODELS_WORKER_COMMAND = "crowd worker --queue crowd-models"
 MIGRATE_COMMAND = "crowd init"
 SERVICES = {"postgres", "redis", "migrate", "web", "worker", "models-worker"}

@@ -41,8 +41,13 @@ def sentiment_labels(n: int, seed: int = 0, k: int = 4) -> list[Comparison]:
         best = rng.randrange(k)
         candidates[best] = " ".join(rng.choice(GOOD) for _ in range(3))
         labels.append(
-            Comparison(f"the day {i % 7} was", tuple(candidates), best, item=f"i{seed}-{i}",
-                       policies=("base",) * k)  # fmt: skip
+            Comparison(
+                f"the day {i % 7} was",
+                tuple(candidates),
+                best,
+                item=f"i{seed}-{i}",
+                policies=("base",) * k,
+            )  # fmt: skip
         )
     return labels
 

@@ -73,6 +73,10 @@ def test_identical_explanations_convict_even_with_right_answers() -> None:
     model = fit(answers, explanations=texts)
     assert model.groups_ == [["c1", "c2"]]
     assert model.pairs_[0]["same_explanations"] == 3
+    # One worker who writes the same word under every item matches nobody by it: the pair's
+    # three copies stay as improbable as before.
+    texts.update({(task, "c0"): "fine" for task in truth})
+    assert fit(answers, explanations=texts).groups_ == [["c1", "c2"]]
 
 
 def test_stock_phrases_matching_by_chance_are_no_collusion_but_a_copied_text_is() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from qc.config import GoldPolicy
+from qc.attention import fail_prob
 from qc.rules import (
     DEFAULT_RULES,
     METRICS,
@@ -27,7 +28,7 @@ def test_default_rules_are_the_documented_ones() -> None:
     got = {r.name: (r.metric, r.op, r.threshold, r.action, r.min_evidence) for r in DEFAULT_RULES}
     soft, flag = Action.SOFT_BLOCK, Action.FLAG
     assert got == {
-        "attention_failed": ("attention_failed", ">=", 3, soft, {"attention_checks": 3}),
+        "attention_failed": ("attention_fail_prob", ">=", 0.95, soft, {"attention_failed": 3}),
         "gold_below_threshold": ("gold_below_prob", ">=", 0.95, soft, {"gold_n": 3}),
         "collusion": ("collusion_partners", ">=", 1, soft, {}),
         "below_crowd": ("agreement_below_prob", ">=", 0.95, soft, {"agreement_n": 8}),
@@ -51,15 +52,20 @@ def test_default_rules_follow_the_gold_policy() -> None:
 
 
 def test_attention_rule_reason_and_evidence() -> None:
-    evidence = {"w": {"attention_failed": 3, "attention_checks": 4},
-                "slips": {"attention_failed": 2, "attention_checks": 3}}  # fmt: skip
+    def record(failed: int, checks: int) -> dict[str, Any]:
+        return {"attention_failed": failed, "attention_checks": checks,
+                "attention_fail_prob": fail_prob(failed, checks)}  # fmt: skip
+
+    # Three failures in four checks; two slips in three; three slips in a long record.
+    evidence = {"w": record(3, 4), "slips": record(2, 3), "long": record(3, 20)}
     [decision] = evaluate(evidence, [rules_by_name()["attention_failed"]])
     assert decision == Decision(
         worker="w",
         rule="attention_failed",
         action=Action.SOFT_BLOCK,
-        reason="failed 3 of 4 attention checks (rule attention_failed: attention_failed >= 3)",
-        evidence={"attention_failed": 3, "attention_checks": 4},
+        reason="failed 3 of 4 attention checks; probability they fail more than 1 in 5 0.99 "
+        "(rule attention_failed: attention_fail_prob >= 0.95)",
+        evidence={"attention_fail_prob": 0.99328, "attention_failed": 3, "attention_checks": 4},
     )
     assert decision.to_json()["action"] == "soft_block"
 
@@ -94,9 +100,9 @@ def test_order_is_by_worker_then_rule_and_exclusions_only_soft_blocks() -> None:
     rules = rules_by_name()
     order = [rules["pasted_text"], rules["attention_failed"]]
     evidence: dict[str, dict[str, Any]] = {
-        "zed": {"pasted_n": 2, "attention_failed": 3, "attention_checks": 3},
+        "zed": {"pasted_n": 2, "attention_failed": 3, "attention_fail_prob": 1.0},
         "amy": {"pasted_n": 1, "attention_failed": 0, "attention_checks": 3},
-        "bob": {"pasted_n": 0, "attention_failed": 3, "attention_checks": 3},
+        "bob": {"pasted_n": 0, "attention_failed": 3, "attention_fail_prob": 1.0},
     }
     decisions = evaluate(evidence, order)
     assert [(d.worker, d.rule) for d in decisions] == [

@@ -89,7 +89,6 @@ def test_two_people_play_a_game_and_the_defender_never_gets_the_word(
         bodies.append(response.get_data(as_text=True))
         return response.get_json()
 
-
     assert "target" not in defender_view() and not defender_view()["your_turn"]
     # Out of turn, and a stale version, are refused.
     assert move(client, defender, game, say="hello").status_code == 409
@@ -273,8 +272,10 @@ def test_an_enforced_judge_holds_the_turn_and_strikes_what_fails(
 ) -> None:
     from crowd.queue.runner import run_worker
 
-    study = taboo_study(rules={"enforce_judge": True, "invalid_cost": "turn"},
-                        judge={"relevance_model": "minilm", "relevance_threshold": 0.95})
+    study = taboo_study(
+        rules={"enforce_judge": True, "invalid_cost": "turn"},
+        judge={"relevance_model": "minilm", "relevance_threshold": 0.95},
+    )
     game, attacker, defender = pair(client, study)
     move(client, attacker, game, say="What do monkeys like to eat in the jungle?")
     waiting = view(client, defender, game)
@@ -301,9 +302,7 @@ def test_a_judge_that_never_answers_does_not_hang_the_game(
     game, attacker, defender = pair(client, study)
     move(client, attacker, game, say="What do monkeys like to eat?")
     with db.session() as session:
-        session.execute(
-            update(TabooGame).values(turn_started_at=utcnow() - timedelta(seconds=10))
-        )
+        session.execute(update(TabooGame).values(turn_started_at=utcnow() - timedelta(seconds=10)))
     seen = view(client, defender, game)
     assert seen["your_turn"] and not seen["over"]
     assert seen["utterances"][0]["valid"] is True
@@ -383,7 +382,10 @@ def test_a_tournament_taken_by_a_running_worker_is_waited_for(
 
 
 def test_tournaments_are_queued_over_the_api_and_checked_first(
-    client: FlaskClient, taboo_study: Callable[..., int], auth: dict[str, str], db: Database,
+    client: FlaskClient,
+    taboo_study: Callable[..., int],
+    auth: dict[str, str],
+    db: Database,
     settings: Any,
 ) -> None:
     from crowd.queue.runner import run_worker
@@ -391,9 +393,12 @@ def test_tournaments_are_queued_over_the_api_and_checked_first(
     study = taboo_study()
     url = f"/api/studies/{study}/taboo/tournaments"
     body = {"name": "api-1", "attackers": ["retrieval"], "defenders": ["naive"], "judge": False}
-    for bad, field in ((dict(body, defenders=["retrieval"]), "defenders"),
-                       (dict(body, games_per_pair=0), "games_per_pair"),
-                       (dict(body, name="../x"), "name"), (dict(body, extra=1), "extra")):
+    for bad, field in (
+        (dict(body, defenders=["retrieval"]), "defenders"),
+        (dict(body, games_per_pair=0), "games_per_pair"),
+        (dict(body, name="../x"), "name"),
+        (dict(body, extra=1), "extra"),
+    ):
         refused = client.post(url, json=bad, headers=auth)
         assert refused.status_code == 422 and field in refused.get_json()["error"]
     queued = client.post(url, json=body, headers=auth)
@@ -450,10 +455,13 @@ def test_bodies_are_checked_field_by_field(
     game = lobby(client, person, study, "agent")["game_id"]
     version = view(client, person, game)["version"]
     url = f"/api/taboo/games/{game}/move"
-    for body, field in (({"say": "hi"}, "version"), ({"version": -1, "say": "hi"}, "version"),
-                        ({"version": version, "say": "x" * 501}, "say"),
-                        ({"version": version, "guess": "x" * 61}, "guess"),
-                        ({"version": version, "shout": "hi"}, "shout")):
+    for body, field in (
+        ({"say": "hi"}, "version"),
+        ({"version": -1, "say": "hi"}, "version"),
+        ({"version": version, "say": "x" * 501}, "say"),
+        ({"version": version, "guess": "x" * 61}, "guess"),
+        ({"version": version, "shout": "hi"}, "shout"),
+    ):
         reply = client.post(url, json=body, headers=person)
         assert reply.status_code == 422 and reply.get_json()["field"] == field, reply.get_json()
     both = client.post(url, json={"version": version, "say": "hi", "guess": "x"}, headers=person)

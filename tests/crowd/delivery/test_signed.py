@@ -144,8 +144,6 @@ def make_due(db: Database, delivery_id: int, created_ago: timedelta | None = Non
             delivery.created_at = utcnow() - created_ago
 
 
-
-
 def test_a_delivery_arrives_as_signed_json(
     settings: Settings, db: Database, receiver: Receiver
 ) -> None:

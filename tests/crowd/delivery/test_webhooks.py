@@ -203,10 +203,14 @@ def test_bad_subscriptions_are_refused(
         ({"url": "ftp://example.org/x", "events": ["item.complete"]}, "url"),
         ({"url": "not a url", "events": ["item.complete"]}, "url"),
         ({"events": ["item.complete"]}, "url"),
-        ({"url": "https://example.org/h", "events": ["item.finished"]},
-         "events[0]: Input should be 'response.stored'"),
-        ({"url": "https://example.org/h", "events": ["item.complete"], "event": "x"},
-         "event: unknown field: the allowed fields are events, url"),
+        (
+            {"url": "https://example.org/h", "events": ["item.finished"]},
+            "events[0]: Input should be 'response.stored'",
+        ),
+        (
+            {"url": "https://example.org/h", "events": ["item.complete"], "event": "x"},
+            "event: unknown field: the allowed fields are events, url",
+        ),
         ({"url": "https://example.org/h", "events": []}, "events"),
         ({"url": "https://example.org/h", "events": "item.complete"}, "events"),
     ]

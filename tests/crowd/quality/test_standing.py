@@ -33,8 +33,14 @@ from tests.conftest import join, passage
 
 NO_EXPLANATION = {"annotations_per_item": 1, "attention_rate": 0.0, "require_explanation": False}
 # RoFT's filter: one failed attention check leaves a worker out (the default waits for two).
-ROFT_RULE = {"name": "attention_failed", "metric": "attention_failed", "op": ">=",
-             "threshold": 1, "min_evidence": {"attention_checks": 1}, "action": "soft_block"}
+ROFT_RULE = {
+    "name": "attention_failed",
+    "metric": "attention_failed",
+    "op": ">=",
+    "threshold": 1,
+    "min_evidence": {"attention_checks": 1},
+    "action": "soft_block",
+}
 # The default rules with RoFT's filter in place of the default attention rule.
 ROFT_RULES = [ROFT_RULE, *(r.to_json() for r in DEFAULT_RULES if r.name != "attention_failed")]
 

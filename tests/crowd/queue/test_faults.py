@@ -151,8 +151,6 @@ def outbox_locked(db: Database) -> Iterator[None]:
         yield
 
 
-
-
 def started_jobs(connection: redis.Redis) -> list[str]:
     registry = job_queue(EVENTS, connection).started_job_registry
     return [job_id for job_id, _ in registry.get_job_and_execution_ids(cleanup=False)]

@@ -112,9 +112,7 @@ def test_the_heartbeat_outlives_a_failing_scheduler(
     assert not connection.exists(alive_key("w"))
 
 
-def test_waiting_on_a_job_whose_worker_died_runs_it_again(
-    settings: Settings, db: Database
-) -> None:
+def test_waiting_on_a_job_whose_worker_died_runs_it_again(settings: Settings, db: Database) -> None:
     connection = redis.Redis.from_url(settings.redis_url or "")
     job = started_by_a_dead_worker(connection)
     assert see_through(settings, job, EVENTS, poll=0.05) == "finished"

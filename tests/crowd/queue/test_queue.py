@@ -126,7 +126,10 @@ def test_jobs_are_stored_as_json(
     assert isinstance(raw, bytes)
     function, instance, args, kwargs = json.loads(zlib.decompress(raw))
     assert (function, instance, args, kwargs) == (
-        "crowd.queue.jobs.process_event", None, [event_id], {}
+        "crowd.queue.jobs.process_event",
+        None,
+        [event_id],
+        {},
     )
     assert fetch_job(job_id(int(event_id or 0)), connection).serializer is SERIALIZER
 

@@ -354,7 +354,8 @@ def test_the_declared_enumerations_are_the_domains() -> None:
     assert values(review_schemas.BulkActionName) == review.BULK_ACTIONS
     assert values(review_schemas.SortKey) == review.SORT_KEYS
     assert set(values(review_schemas.Sort)) == {
-        *review.SORT_KEYS, *(f"-{key}" for key in review.SORT_KEYS)
+        *review.SORT_KEYS,
+        *(f"-{key}" for key in review.SORT_KEYS),
     }
     assert values(review_schemas.Method) == labels.METHODS
     assert values(study_schemas.AnnotationFormat) == annotations.FORMATS

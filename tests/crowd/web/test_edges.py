@@ -40,8 +40,11 @@ def _post_raw(client: FlaskClient, path: str, text: str, auth: dict[str, str]) -
     ("text", "message", "field"),
     [
         ("[" * 100_000 + "]" * 100_000, "nested deeper than", None),
-        ('{"url": ' + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5) + "}", "nested deeper",
-         "url[0][0]"),
+        (
+            '{"url": ' + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5) + "}",
+            "nested deeper",
+            "url[0][0]",
+        ),
         ('{"url": "https://example.org/\\ud800", "events": []}', "lone UTF-16 surrogate", "url"),
         ('{"url": "a\\u0000b"}', "NUL character", "url"),
         ('{"events": [1' + "0" * 400 + "]}", "out of range", "events[0]"),
@@ -94,9 +97,7 @@ def test_a_nul_in_the_url_is_a_400(client: FlaskClient, auth: dict[str, str]) ->
         assert "NUL" in reply.get_json()["error"]
 
 
-def test_an_unknown_hit_type_is_a_422_naming_it(
-    client: FlaskClient, auth: dict[str, str]
-) -> None:
+def test_an_unknown_hit_type_is_a_422_naming_it(client: FlaskClient, auth: dict[str, str]) -> None:
     reply = client.post("/api/studies", json={"name": "x", "hit_type": "nope"}, headers=auth)
     assert reply.status_code == 422
     assert "unknown HIT type 'nope'" in reply.get_json()["error"]
@@ -134,8 +135,6 @@ def silent() -> Iterator[Silent]:
     server = Silent()
     yield server
     server.close()
-
-
 
 
 def _assert_503(reply: Any, what: str) -> None:

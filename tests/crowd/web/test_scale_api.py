@@ -228,8 +228,11 @@ def test_unique_id_gives_the_same_task_or_a_conflict(scale: ScaleClient, db: Dat
 
 
 def test_an_idempotency_key_replays_the_first_reply(http: Any, db: Database) -> None:
-    body = {"name": "rl", "type": "comparison",
-            "params": {"crowd": {"attention_rate": 0.0, "pick": "attachment"}}}
+    body = {
+        "name": "rl",
+        "type": "comparison",
+        "params": {"crowd": {"attention_rate": 0.0, "pick": "attachment"}},
+    }
     assert http.post("/v1/projects", body).status_code == 200
     task = {"project": "rl", "instruction": "x", "attachments": CANDIDATES}
     key = {"Idempotency-Key": "k-1"}
@@ -505,8 +508,11 @@ def test_openapi_gives_v1_its_bodies_and_scales_errors(client: Any) -> None:
 
 
 def test_invalid_requests_are_400s_naming_every_field(http: Any) -> None:
-    body = {"name": "rl", "type": "comparison",
-            "params": {"crowd": {"attention_rate": 0.0, "pick": "attachment"}}}
+    body = {
+        "name": "rl",
+        "type": "comparison",
+        "params": {"crowd": {"attention_rate": 0.0, "pick": "attachment"}},
+    }
     assert http.post("/v1/projects", body).status_code == 200
     task = {"project": "rl", "instruction": "x", "colour": "red", "tags": ["ok", 7],
             "attachments": ["a", "b", {"type": "text", "content": "c" * 10_001}]}  # fmt: skip
@@ -532,12 +538,16 @@ def test_invalid_requests_are_400s_naming_every_field(http: Any) -> None:
     key = {"Idempotency-Key": "k" * 256}
     assert http.post("/v1/batches", {"project": "rl", "name": "b"}, headers=key).json()[
         "field"] == "Idempotency-Key"  # fmt: skip
-    for query, field in [("limit=101", "limit"), ("status=done", "status"),
-                         ("start_time=yesterday", "start_time"), ("colour=red", "colour"),
-                         # In UTC these leave the calendar: a 400, not an overflow.
-                         ("start_time=0001-01-01T00:00:00%2B05:00", "start_time"),
-                         ("end_time=9999-12-31T23:59:59-05:00", "end_time"),
-                         ("customer_review_status=accepted,maybe", "customer_review_status[1]")]:
+    for query, field in [
+        ("limit=101", "limit"),
+        ("status=done", "status"),
+        ("start_time=yesterday", "start_time"),
+        ("colour=red", "colour"),
+        # In UTC these leave the calendar: a 400, not an overflow.
+        ("start_time=0001-01-01T00:00:00%2B05:00", "start_time"),
+        ("end_time=9999-12-31T23:59:59-05:00", "end_time"),
+        ("customer_review_status=accepted,maybe", "customer_review_status[1]"),
+    ]:
         reply = http.get(f"/v1/tasks?project=rl&{query}")
         assert (reply.status_code, reply.json()["field"]) == (400, field), query
     schedule = http.get("/v1/projects/rl/label_schedule?step=1&initial=0&total=9&policy_steps=0")

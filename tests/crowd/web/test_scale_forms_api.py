@@ -119,8 +119,13 @@ def test_textcollection_tasks_complete_with_every_respondents_answers(
     assert helm_task(scale, "critique", "Paris is the capital of France.").id == task.id
     # The same unique_id with another request: a 409, then the task by its unique_id.
     with pytest.raises(ScaleDuplicateResource):
-        scale.create_task(TaskType.TextCollection, batch="critique", unique_id=task.unique_id,
-                          attachments=[{"type": "text", "content": "other"}], fields=FIELDS)
+        scale.create_task(
+            TaskType.TextCollection,
+            batch="critique",
+            unique_id=task.unique_id,
+            attachments=[{"type": "text", "content": "other"}],
+            fields=FIELDS,
+        )
     assert scale.get_task(task.unique_id).id == task.id
     other = helm_task(scale, "critique", "Lyon is the capital of France.", respondents=1)
     with db.session() as session:
@@ -163,8 +168,9 @@ def test_textcollection_tasks_complete_with_every_respondents_answers(
     assert scale.get_batch("critique").status == "completed"
     scale.audit_task(task.id, True)
     assert scale.get_tasks_count(project_name="helm", review_status=TaskReviewStatus.Accepted) == 1
-    assert [t.id for t in scale.get_tasks(project_name="helm",
-                                          task_type=TaskType.TextCollection)] == [task.id, other.id]
+    assert [
+        t.id for t in scale.get_tasks(project_name="helm", task_type=TaskType.TextCollection)
+    ] == [task.id, other.id]
 
 
 def test_textcollection_requests_say_what_to_fix(scale: ScaleClient) -> None:
@@ -234,8 +240,11 @@ def test_evaluation_tasks_wait_in_their_batch_until_it_is_finalized(
     scale: ScaleClient, live_server: Any, api_key: str, db: Database
 ) -> None:
     one_answer_project(scale, "jokes", TaskType.Comparison)
-    scale.create_project("best", TaskType.Comparison, params={
-        "crowd": {"pick": "attachment", "annotations_per_item": 1, "attention_rate": 0.0}})
+    scale.create_project(
+        "best",
+        TaskType.Comparison,
+        params={"crowd": {"pick": "attachment", "annotations_per_item": 1, "attention_rate": 0.0}},
+    )
     scale.create_project("forms", TaskType.TextCollection)
     for name in ("jokes", "best", "forms"):
         scale.create_batch(name, f"{name}-1")
@@ -305,9 +314,15 @@ def test_a_comparison_with_only_fields_answers_with_them_alone(
 ) -> None:
     study_id = one_answer_project(scale, "notes", TaskType.Comparison)
     with CallbackReceiver() as receiver:
-        task = scale.create_task(TaskType.Comparison, project="notes", instruction="Compare.",
-                                 attachments=["a text", "another"], attachment_type="text",
-                                 fields={"why": "What differs?"}, callback_url=receiver.url)
+        task = scale.create_task(
+            TaskType.Comparison,
+            project="notes",
+            instruction="Compare.",
+            attachments=["a text", "another"],
+            attachment_type="text",
+            fields={"why": "What differs?"},
+            callback_url=receiver.url,
+        )
         publish(live_server.url, api_key, study_id)
         page = FormCrowd(live_server.url, api_key).fill("w1", study_id, {"why": "the length"})
         assert page is not None and [f["id"] for f in page["fields"]] == ["why"]
