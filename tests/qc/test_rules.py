@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from qc.config import GoldPolicy
 from qc.attention import fail_prob
+from qc.config import GoldPolicy
 from qc.rules import (
     DEFAULT_RULES,
     METRICS,
