@@ -213,7 +213,7 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
         # dictates its answer), so a few choices among many checks never look constant. At
         # least 12 of them: a careful reader of a best-of-4, whose picks fall on the four
         # shuffled positions alike, clicks one position in 8 of 8, 9 of 10 or 10 of 11 about
-        # once in 4,000 workers, and in 11 of 12 or more about once in 80,000.
+        # once in 6,500 workers, and in 11 of 12 or more about once in 100,000.
         ("constant_answers", "constant_share", 0.9, soft, {"constant_n": 12},
          "Gave the same answer almost every time."),
         ("too_fast", "too_fast_share", 0.5, soft, {"responses": 5},
