@@ -54,10 +54,12 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from qc.drift import Verdict, stopped_reading
 
 # EM rounds: accuracies settle in a few.
 _ROUNDS = 6
@@ -110,6 +112,7 @@ class CrowdAgreement:
     consensus_: dict[str, Hashable] = field(default_factory=dict, init=False)
     crowd_: float | None = field(default=None, init=False)
     prior_: np.ndarray = field(default_factory=lambda: _UNIFORM, init=False, repr=False)
+    positions_: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False)
     _evidence: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -131,7 +134,8 @@ class CrowdAgreement:
     ) -> CrowdAgreement:
         by_task: dict[str, dict[str, Hashable]] = {}
         order: list[tuple[str, str]] = []
-        for task, worker, label in answers:
+        first: dict[tuple[str, str], int] = {}
+        for at, (task, worker, label) in enumerate(answers):
             if self.tolerance and (isinstance(label, bool) or not isinstance(label, int | float)):
                 raise ValueError(
                     f"task {task!r}: label {label!r} of worker {worker!r} is not a number; "
@@ -139,6 +143,7 @@ class CrowdAgreement:
                 )
             if worker not in by_task.setdefault(task, {}):
                 order.append((task, worker))
+                first[(task, worker)] = at
             by_task[task][worker] = label
         known = {task: label for task, label in (truth or {}).items() if task in by_task}
         workers = sorted({worker for given in by_task.values() for worker in given})
@@ -162,9 +167,12 @@ class CrowdAgreement:
             for j in np.flatnonzero(block.judged)
         )  # fmt: skip
         evidence: dict[int, list[tuple[float, float]]] = {}
-        for _, w, q, chance in rows:
+        where: dict[int, list[int]] = {}
+        for n, w, q, chance in rows:
             evidence.setdefault(int(w), []).append((float(q), float(chance)))
+            where.setdefault(int(w), []).append(first[order[n]])
         self._evidence = {workers[w]: np.array(e) for w, e in evidence.items()}
+        self.positions_ = {workers[w]: np.array(a, dtype=int) for w, a in where.items()}
         self.prior_ = _crowd_prior([_likelihood(e) for e in self._evidence.values()])
         self.n_ = {w: len(e) for w, e in self._evidence.items()}
         self.agreement_ = {w: float(self._posterior(e) @ _GRID) for w, e in self._evidence.items()}
@@ -234,6 +242,21 @@ class CrowdAgreement:
             evidence = evidence[-self.window :]
         below = _GRID < threshold  # noqa: SIM300 (the grid's points below the threshold)
         return float(self._posterior(evidence)[below].sum())
+
+    def stopped_reading(self, worker: str, checks: Sequence[tuple[int, bool]] = ()) -> Verdict:
+        """P(the worker is not reading now) from their judged answers and `checks`, the
+        attention checks as (index in the fitted answers, passed), in order (qc.drift)."""
+        evidence = self._evidence.get(worker, np.zeros((0, 2)))
+        placed = np.searchsorted(self.positions_.get(worker, np.zeros(0, dtype=int)),
+                                 [at for at, _ in checks])  # fmt: skip
+        loglik = _loglik(evidence[:, 0], evidence[:, 1])
+        # A random answer is right with the chance level c: _loglik at p = c is log c.
+        chance = np.log(np.clip(evidence[:, 1], 1e-6, 1 - 1e-6) + 1e-12)
+        reading = _GRID >= self.threshold(worker)  # noqa: SIM300 (the grid's points)
+        return stopped_reading(
+            loglik, chance, self.prior_, reading,
+            [(int(n), passed) for n, (_, passed) in zip(placed, checks, strict=True)],
+        )  # fmt: skip
 
     def _posterior(self, evidence: np.ndarray) -> np.ndarray:
         """The posterior of an accuracy on the grid from (q, chance) rows: the crowd's prior

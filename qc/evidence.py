@@ -108,16 +108,19 @@ def worker_evidence(
 
 
 def crowd_doubt(evidence: Mapping[str, Any]) -> float | None:
-    """How much the crowd doubts a worker, for the gold rate: the larger of P(accuracy below
-    the crowd's threshold) over the whole record and over the recent window, so a worker
-    who stops reading meets more gold while the window fills (None before any comparison).
+    """How much the crowd doubts a worker, for the gold rate: the largest of P(accuracy below
+    the crowd's threshold) over the whole record and over the recent window and P(not
+    reading now) (qc.drift), so a worker who stops reading meets more gold, each a full test,
+    while the evidence gathers (None before any comparison).
 
     >>> crowd_doubt({"agreement_below_prob": 0.1, "recent_below_prob": 0.6})
     0.6
+    >>> crowd_doubt({"agreement_below_prob": 0.1, "stopped_reading_prob": 0.8})
+    0.8
     """
     found = [
         float(evidence[key])
-        for key in ("agreement_below_prob", "recent_below_prob")
+        for key in ("agreement_below_prob", "recent_below_prob", "stopped_reading_prob")
         if evidence.get(key) is not None
     ]
     return max(found) if found else None
@@ -128,6 +131,7 @@ NO_CROWD: dict[str, Any] = {
     "agreement_n": 0, "agreement": None, "agreement_chance": None, "agreement_threshold": None,
     "agreement_below_prob": None, "recent_agreement": None, "recent_below_prob": None,
     "collusion_partners": 0, "collusion_group": [], "collusion_pairs": [],
+    "stopped_reading_prob": None, "stopped_reading_n": 0, "stopped_reading_since": None,
 }  # fmt: skip
 
 
@@ -139,6 +143,7 @@ def crowd_evidence(
     explanations: Mapping[tuple[str, str], str] | None = None,
     truth: Mapping[str, Hashable] | None = None,
     focus: Collection[str] | None = None,
+    checks: Iterable[tuple[int, str, bool]] = (),
 ) -> dict[str, dict[str, Any]]:
     """Per worker: agreement with the crowd (whole record and recent window) and collusion.
 
@@ -146,13 +151,17 @@ def crowd_evidence(
     `truth` gives the known answers (gold items, attention checks); `explanations` map
     (task, worker) to the worker's explanation there; `ordinal`: the labels are points on a
     scale, and one step off the truth counts as right. Collusion is tested for the pairs
-    with a worker of `focus` (None: every pair).
+    with a worker of `focus` (None: every pair). `checks` are the attention checks as (how
+    many of `answers` came before it, worker, passed), in order.
     Keys: agreement_n (tasks judged), agreement (the estimated accuracy against the crowd's
     posterior of the truth), agreement_chance (a random answer's), agreement_threshold
     (chance + margin * (crowd - chance)), agreement_below_prob (P(accuracy < threshold)),
     recent_agreement and recent_below_prob (the same over the last `window` tasks),
     collusion_partners (how many), collusion_group (the sorted group the worker is in) and
-    collusion_pairs (the evidence of each pair).
+    collusion_pairs (the evidence of each pair), stopped_reading_prob (P(not reading now)
+    from answers and checks together, with one possible switch: qc.drift), stopped_reading_n
+    (the events it rests on) and stopped_reading_since (the events before the most probable
+    switch; None while most probably reading).
 
     >>> from qc.config import parse_qc_config
     >>> answers = [(f"i{i}/best", w, i % 4) for i in range(12) for w in "abcde"]
@@ -181,9 +190,19 @@ def crowd_evidence(
     for pair in collusion.pairs_:
         for worker in pair["workers"]:
             pairs_of.setdefault(worker, []).append(pair)
+    checks_of: dict[str, list[tuple[int, bool]]] = {}
+    for at, worker, passed in checks:
+        checks_of.setdefault(str(worker), []).append((at, bool(passed)))
     out: dict[str, dict[str, Any]] = {}
-    for worker in sorted({str(w) for _, w, _ in answers}):
+    for worker in sorted({str(w) for _, w, _ in answers} | set(checks_of)):
         metrics = dict(NO_CROWD)
+        verdict = agreement.stopped_reading(worker, checks_of.get(worker, []))
+        if verdict.events:
+            metrics.update(
+                stopped_reading_prob=round(verdict.prob, 4),
+                stopped_reading_n=verdict.events,
+                stopped_reading_since=verdict.since,
+            )
         n = agreement.n_.get(worker, 0)
         if n:
             threshold = agreement.threshold(worker)

@@ -54,6 +54,8 @@ METRICS: tuple[str, ...] = (
     "recent_agreement",
     "recent_below_prob",
     "collusion_partners",
+    "stopped_reading_prob",
+    "stopped_reading_n",
 )
 
 OPS: dict[str, Callable[[Any, Any], bool]] = {
@@ -205,6 +207,10 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
         # Collusion first: it names the group, where the others would see only a bad record.
         ("collusion", "collusion_partners", 1, soft, {},
          "Shares answers (or explanations) with other workers far beyond chance."),
+        # Every answer and check at once, with a possible switch from reading to not: what
+        # the rules above and below see apart (qc.drift).
+        ("stopped_reading", "stopped_reading_prob", drift, soft, {"stopped_reading_n": 4},
+         "Answers and attention checks together: credibly not reading now."),
         ("below_crowd", "agreement_below_prob", credibility, soft, {"agreement_n": 8},
          "Accuracy against the crowd credibly closer to chance than to the crowd's."),
         ("drifted", "recent_below_prob", drift, soft, {"agreement_n": 10},
@@ -244,7 +250,7 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
 # The rules that compare a worker with the crowd judge live workers only: an imported rater
 # group (experts, an LLM, an old batch) that disagrees with the crowd is what a rater-group
 # comparison is there to show, not a bad worker.
-CROWD_RULES = frozenset({"collusion", "below_crowd", "drifted"})
+CROWD_RULES = frozenset({"collusion", "stopped_reading", "below_crowd", "drifted"})
 
 
 DEFAULT_RULES: tuple[Rule, ...] = default_rules()
@@ -326,6 +332,18 @@ _PHRASES: dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, Any]], str]]] 
         lambda e: (
             f"shares answers with {e['collusion_partners']} other worker(s) beyond chance "
             f"(group {', '.join(map(str, e['collusion_group']))})"
+        ),
+    ),
+    "stopped_reading_prob": (
+        ("stopped_reading_n", "stopped_reading_since"),
+        lambda e: (
+            f"probability they are not reading now {e['stopped_reading_prob']:.3f}, from "
+            f"{e['stopped_reading_n']} answers and attention checks together"
+            + (
+                " (from the start)"
+                if e["stopped_reading_since"] == 0
+                else f" (most probably since their answer {e['stopped_reading_since'] + 1})"
+            )
         ),
     ),
     "longest_run": ((), lambda e: f"gave the same answer {e['longest_run']} times in a row"),

@@ -409,10 +409,11 @@ def crowd_metrics(
     answers alike, in answer-time order. Attention checks do not: they ask for an answer
     that anyone who reads gives, so they measure attention (their own rule), not skill, and
     a worker who guesses at everything else but obeys the checks would have them counted
-    as right answers to the task. Training is practice.
+    as right answers to the task; they join the stopped-reading posterior as checks, in
+    their place among the answers. Training is practice.
     """
     hit = get_hit_type(study.hit_type)
-    kinds = (ItemKind.REAL, ItemKind.GOLD)
+    kinds = (ItemKind.REAL, ItemKind.GOLD, ItemKind.ATTENTION)
     found = session.execute(
         select(
             Response.worker_id,
@@ -426,10 +427,15 @@ def crowd_metrics(
         .where(Response.study_id == study.id, Item.kind.in_(kinds))
         .order_by(Response.created_at, Response.id)
     ).all()
-    answers = []
+    answers: list[tuple[str, str, Hashable]] = []
     explanations: dict[tuple[str, str], str] = {}
     truth: dict[str, Hashable] = {}
+    checks: list[tuple[int, str, bool]] = []
     for worker_id, item, kind, expected, answer, explanation in found:
+        if kind == ItemKind.ATTENTION:
+            passed = hit.passed_attention(expected or {}, answer)
+            checks.append((len(answers), str(worker_id), passed))
+            continue
         if kind != ItemKind.REAL:
             wanted = hit.expected_labels(expected)
             truth.update((f"{item}/{question}", label) for question, label in wanted.items())
@@ -440,7 +446,7 @@ def crowd_metrics(
                 explanations[(task, str(worker_id))] = explanation
     return crowd_evidence(
         answers, config, ordinal=hit.ordinal_labels, explanations=explanations,
-        truth=truth, focus=None if focus is None else [str(w) for w in focus],
+        truth=truth, focus=None if focus is None else [str(w) for w in focus], checks=checks,
     )  # fmt: skip
 
 

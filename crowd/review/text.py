@@ -279,6 +279,21 @@ def figures(evidence: Mapping[str, Any], alike: Callable[[str], str] | None = No
     for key in ("agreement_below_prob", "recent_agreement", "recent_below_prob"):
         if key in e:
             add(key, title(key), value_of(key, e[key]))
+    if "stopped_reading_prob" in e:
+        used.update(("stopped_reading_n", "stopped_reading_since"))
+        prob, since = e["stopped_reading_prob"], e.get("stopped_reading_since")
+        text = "no answers or checks judged yet"
+        if prob is not None:
+            when = (
+                "most probably reading" if since is None
+                else "from the start" if since == 0
+                else f"most probably since their answer {since + 1}"
+            )  # fmt: skip
+            text = (
+                f"probability {prob:.3f}, from {count(e.get('stopped_reading_n'))} answers and "
+                f"attention checks together ({when})"
+            )
+        add("stopped_reading_prob", "Not reading now", text)
     if "collusion_partners" in e:
         used.update(("collusion_group", "collusion_pairs"))
         group = e.get("collusion_group") or []

@@ -151,6 +151,24 @@ def test_agreement_and_collusion_read_as_sentences_naming_the_group() -> None:
     readable(*shown.values(), *quiet.values())
 
 
+def test_the_stopped_reading_posterior_says_since_when() -> None:
+    def shown(prob: float | None, since: int | None, n: int = 14) -> str:
+        evidence = {"stopped_reading_prob": prob, "stopped_reading_n": n,
+                    "stopped_reading_since": since}  # fmt: skip
+        figures = {f.label: f.text for f in text.figures(evidence)}
+        assert "Stopped reading n" not in figures and "Stopped reading since" not in figures
+        return figures["Not reading now"]
+
+    assert shown(0.995, 8) == (
+        "probability 0.995, from 14 answers and attention checks together (most probably since "
+        "their answer 9)"
+    )
+    assert shown(0.999, 0).endswith("(from the start)")
+    assert shown(0.01, None).endswith("(most probably reading)")
+    assert shown(None, None, 0) == "no answers or checks judged yet"
+    readable(shown(0.995, 8))
+
+
 def test_each_signal_reads_as_a_sentence_about_its_answer() -> None:
     signals = WorkerSignals().fit(rows()).signals_["w"]
     sections = {s.key: s for s in text.sections(signals, lambda s: f"«{s}»")}

@@ -57,7 +57,7 @@ def test_rules_list_replaces_the_defaults() -> None:
     # Every rule applies to every rater group unless it says it judges live workers only (of
     # the defaults, those comparing a worker with the crowd).
     assert {r.name for r in parse_qc_config(None).rules if r.live_only} == {
-        "collusion", "below_crowd", "drifted"}  # fmt: skip
+        "collusion", "stopped_reading", "below_crowd", "drifted"}  # fmt: skip
     [live] = parse_qc_config({"rules": [raw_rule | {"live_only": True}]}).rules
     assert live.live_only is True
     with pytest.raises(ValueError, match=r"qc.rules\[0\]: rule 'slow_gold': live_only must be"):

@@ -31,6 +31,7 @@ def test_default_rules_are_the_documented_ones() -> None:
         "attention_failed": ("attention_fail_prob", ">=", 0.95, soft, {"attention_failed": 3}),
         "gold_below_threshold": ("gold_below_prob", ">=", 0.95, soft, {"gold_n": 3}),
         "collusion": ("collusion_partners", ">=", 1, soft, {}),
+        "stopped_reading": ("stopped_reading_prob", ">=", 0.99, soft, {"stopped_reading_n": 4}),
         "below_crowd": ("agreement_below_prob", ">=", 0.95, soft, {"agreement_n": 8}),
         "drifted": ("recent_below_prob", ">=", 0.99, soft, {"agreement_n": 10}),
         "constant_answers": ("constant_share", ">=", 0.9, soft, {"constant_n": 12}),
@@ -41,8 +42,8 @@ def test_default_rules_are_the_documented_ones() -> None:
         "typed_too_fast": ("typed_too_fast_n", ">=", 1, flag, {}),
     }
     # Comparing with the crowd is for live workers: imported experts may disagree with it.
-    assert {r.name for r in DEFAULT_RULES if r.live_only} == {"collusion", "below_crowd",
-                                                              "drifted"}  # fmt: skip
+    assert {r.name for r in DEFAULT_RULES if r.live_only} == {
+        "collusion", "stopped_reading", "below_crowd", "drifted"}  # fmt: skip
 
 
 def test_default_rules_follow_the_gold_policy() -> None:
@@ -214,3 +215,24 @@ def test_metrics_cover_every_default_rule() -> None:
     for rule in DEFAULT_RULES:
         assert rule.metric in METRICS
         assert set(rule.min_evidence) <= set(METRICS)
+
+
+def test_stopped_reading_rule_says_since_when_and_waits_for_four_events() -> None:
+    rule = rules_by_name()["stopped_reading"]
+    evidence = {
+        "drifted": {"stopped_reading_prob": 0.995, "stopped_reading_n": 17,
+                    "stopped_reading_since": 8},
+        "random": {"stopped_reading_prob": 0.999, "stopped_reading_n": 6,
+                   "stopped_reading_since": 0},
+        "short": {"stopped_reading_prob": 0.999, "stopped_reading_n": 3,
+                  "stopped_reading_since": 0},
+        "reader": {"stopped_reading_prob": 0.02, "stopped_reading_n": 30,
+                   "stopped_reading_since": None},
+    }  # fmt: skip
+    reasons = {d.worker: d.reason for d in evaluate(evidence, [rule])}
+    assert set(reasons) == {"drifted", "random"}
+    assert reasons["drifted"].startswith(
+        "probability they are not reading now 0.995, from 17 answers and attention checks "
+        "together (most probably since their answer 9)"
+    )
+    assert "(from the start)" in reasons["random"]

@@ -85,8 +85,12 @@ def test_random_clickers_and_a_ring_are_excluded_by_the_crowd_rules(
         for name in RING:
             assert rows[name].excluded_by == "rule:collusion", name
             assert rows[name].evidence["collusion_group"] == sorted(ids[n] for n in RING)
-        assert rows["random"].excluded_by == "rule:below_crowd", rows["random"].evidence
-        assert rows["random"].evidence["agreement_below_prob"] >= 0.95
+        # Random from the start: the stopped-reading posterior (earlier in the rule order)
+        # and the whole record's agreement both convict.
+        random_ = rows["random"].evidence
+        assert rows["random"].excluded_by == "rule:stopped_reading", random_
+        assert random_["stopped_reading_prob"] >= 0.99 and random_["stopped_reading_since"] == 0
+        assert random_["agreement_below_prob"] >= 0.95
         assert rows["random"].evidence["agreement_chance"] is not None
         for name in CAREFUL:
             assert rows[name].excluded_by is None, (name, rows[name].rule_hits)

@@ -1,0 +1,164 @@
+"""The stopped-reading posterior: every answer and attention check of a worker at once, with one
+possible switch from reading to not (qc.drift), on crowds drawn here."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from qc import drift
+from qc.agreement import CrowdAgreement
+from qc.config import parse_qc_config
+from qc.evidence import crowd_evidence
+
+K = 4
+GRID = (np.arange(400) + 0.5) / 400
+
+
+def play(
+    rng: random.Random, plans: dict[str, list[float]], tasks: int = 30
+) -> list[tuple[str, str, int]]:
+    """Every worker answers the tasks in order, right with the accuracy of their plan at that
+    task (else another label), one task after another."""
+    truth = [rng.randrange(K) for _ in range(tasks)]
+    answers = []
+    for t, z in enumerate(truth):
+        for worker, plan in plans.items():
+            label = z if rng.random() < plan[t] else (z + 1 + rng.randrange(K - 1)) % K
+            answers.append((f"i{t}/best", worker, label))
+    return answers
+
+
+def careful(tasks: int = 30) -> list[float]:
+    return [0.85] * tasks
+
+
+def drifter(after: int, tasks: int = 30) -> list[float]:
+    return [0.85] * after + [1 / K] * (tasks - after)
+
+
+def test_a_reader_is_not_judged_a_guesser_a_guesser_is_and_a_drifter_is_found() -> None:
+    plans = {f"c{n}": careful() for n in range(12)} | {"random": [1 / K] * 30}
+    plans |= {"drifter": drifter(10)}
+    model = CrowdAgreement().fit(play(random.Random(5), plans))
+    for n in range(12):
+        verdict = model.stopped_reading(f"c{n}")
+        assert verdict.prob < 0.1 and verdict.since is None
+    random_ = model.stopped_reading("random")
+    assert random_.prob > 0.999 and random_.since == 0
+    drifted = model.stopped_reading("drifter")
+    assert drifted.prob > 0.99
+    assert drifted.since is not None and 8 <= drifted.since <= 12
+    assert drifted.events == 30
+
+
+def test_the_switch_convicts_drifters_whose_whole_record_the_crowd_rule_cannot() -> None:
+    """Careful for 14 of 30 answers, then at chance: pooled, the record is rarely credibly
+    below the crowd; with the switch, most are credibly not reading by the end, and no
+    careful worker is."""
+    pooled = switched = 0
+    for seed in range(20):
+        plans = {f"c{n}": careful() for n in range(12)} | {"drifter": drifter(14)}
+        model = CrowdAgreement().fit(play(random.Random(seed), plans))
+        pooled += model.prob_below("drifter", model.threshold("drifter")) >= 0.95
+        switched += model.stopped_reading("drifter").prob >= 0.99
+        assert all(model.stopped_reading(f"c{n}").prob < 0.99 for n in range(12))
+    assert pooled <= 2
+    assert switched >= 10
+
+
+def test_attention_checks_weigh_in_and_a_readers_slips_do_not_convict() -> None:
+    plans = {f"c{n}": careful(12) for n in range(10)} | {"unsure": [0.45] * 12}
+    model = CrowdAgreement().fit(play(random.Random(2), plans, tasks=12))
+    alone = model.stopped_reading("unsure").prob
+    failed = model.stopped_reading("unsure", [(2, False), (6, False), (9, False)]).prob
+    passed = model.stopped_reading("unsure", [(2, True), (6, True), (9, True)]).prob
+    assert passed < alone < failed
+    # A careful reader who misses two checks in a row is still most probably reading.
+    slips = model.stopped_reading("c0", [(0, False), (1, False)])
+    assert slips.prob < 0.5 and slips.events == 14
+
+
+def naive(
+    loglik: np.ndarray,
+    chance: np.ndarray,
+    prior: np.ndarray,
+    reading: np.ndarray,
+    checks: list[tuple[int, bool]],
+) -> float:
+    """The posterior by enumerating the hypotheses one by one, as the docstring states them."""
+    events = []  # (log-likelihood of p for a reader on the grid, log-likelihood for a guesser)
+    for j in range(len(loglik) + 1):
+        for at, passed in checks:
+            if at == j:
+                fail = (drift.READER_FAILS, drift.GUESSER_FAILS)
+                events.append(tuple(np.log(1 - f if passed else f) for f in fail))
+        if j < len(loglik):
+            events.append((loglik[j], chance[j]))
+    n = len(events)
+    rho = prior[~reading].sum()
+    weights = []
+    for t in range(n + 1):
+        read = np.where(reading, prior, 0) / (1 - rho)
+        for reader, _ in events[:t]:
+            read = read * np.exp(reader)
+        like = read.sum() * np.exp(sum(guess for _, guess in events[t:]))
+        if t == 0:
+            p = rho * (1 - drift.SWITCH_PRIOR)
+        elif t == n:
+            p = (1 - rho) * (1 - drift.SWITCH_PRIOR)
+        else:
+            p = drift.SWITCH_PRIOR / (n - 1)
+        weights.append(p * like)
+    return float(sum(weights[:n]) / sum(weights))
+
+
+def test_the_posterior_is_the_one_the_hypotheses_give_enumerated_one_by_one() -> None:
+    plans = {f"c{n}": careful(12) for n in range(8)} | {"d": drifter(5, 12)}
+    model = CrowdAgreement().fit(play(random.Random(4), plans, tasks=12))
+    evidence = model._evidence["d"]
+    loglik = np.log(evidence[:, [0]] * GRID + (1 - evidence[:, [0]]) * (1 - GRID) / 3)
+    chance = np.log(evidence[:, 1])
+    reading = model.threshold("d") <= GRID
+    checks = [(0, True), (6, False), (6, True), (12, False)]
+    got = drift.stopped_reading(loglik, chance, model.prior_, reading, checks)
+    assert got.prob == pytest.approx(naive(loglik, chance, model.prior_, reading, checks))
+    assert got.prob == pytest.approx(model.stopped_reading("d", [(0, True)] + [
+        (model.positions_["d"][6], False), (model.positions_["d"][6], True), (10**6, False)
+    ]).prob)  # fmt: skip
+
+
+def test_checks_are_placed_among_the_answers_by_when_they_came() -> None:
+    """The same two failed checks say more about "not reading now" after the answers than
+    before them: a switch needs the bad events at the end."""
+    plans = {f"c{n}": careful(10) for n in range(10)}
+    answers = play(random.Random(6), plans, tasks=10)
+    model = CrowdAgreement().fit(answers)
+    last = len(answers)
+    early = model.stopped_reading("c3", [(0, False), (0, False)])
+    late = model.stopped_reading("c3", [(last, False), (last, False)])
+    assert late.prob > early.prob
+    assert late.since == 10 and early.since in (None, 0)
+
+
+def test_crowd_evidence_reports_the_posterior_with_the_checks() -> None:
+    plans = {f"c{n}": careful(16) for n in range(8)} | {"random": [1 / K] * 16}
+    answers = play(random.Random(9), plans, tasks=16)
+    checks = [(len(answers), "random", False), (len(answers), "only-checks", True)]
+    out = crowd_evidence(answers, parse_qc_config(None), checks=checks)
+    assert out["random"]["stopped_reading_prob"] > 0.99
+    assert out["random"]["stopped_reading_n"] == 17
+    assert out["random"]["stopped_reading_since"] == 0
+    assert out["c0"]["stopped_reading_prob"] < 0.05
+    # A worker seen only in checks is judged on them (one pass: most probably reading).
+    assert out["only-checks"]["stopped_reading_n"] == 1
+    assert out["only-checks"]["stopped_reading_prob"] < 0.5
+
+
+def test_no_events_no_verdict() -> None:
+    verdict = drift.stopped_reading(
+        np.zeros((0, 400)), np.zeros(0), np.full(400, 1 / 400), np.ones(400, bool)
+    )
+    assert verdict == drift.Verdict(0.0, None, 0)
