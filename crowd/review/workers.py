@@ -115,6 +115,7 @@ def worker_table(session: Session, study: Study, sort: str = "worker") -> list[d
                 "agreement_threshold": evidence.get("agreement_threshold"),
                 "agreement_n": evidence.get("agreement_n"),
                 "collusion_partners": evidence.get("collusion_partners"),
+                "stopped_reading_prob": evidence.get("stopped_reading_prob"),
                 "attention_checks": evidence.get("attention_checks"),
                 "attention_failed": evidence.get("attention_failed"),
                 "too_fast_share": evidence.get("too_fast_share"),

@@ -89,6 +89,10 @@ class WorkerRow(Reply):
     collusion_partners: Count | None = Field(
         description="workers who share answers with this one beyond chance (qc.collusion)"
     )
+    stopped_reading_prob: Share | None = Field(
+        description="the probability that the worker is not reading now, from every judged "
+        "answer and attention check, with one possible switch (qc.drift); None before any"
+    )
     attention_checks: Count | None
     attention_failed: Count | None
     too_fast_share: Share | None

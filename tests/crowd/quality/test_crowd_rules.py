@@ -116,6 +116,9 @@ def test_random_clickers_and_a_ring_are_excluded_by_the_crowd_rules(
     for row in table[:4]:
         assert row["agreement"] < row["agreement_threshold"] and row["agreement_n"] >= 8
     assert [row["collusion_partners"] for row in table if row["worker"].endswith("ring0")] == [2]
+    (random_row,) = [row for row in table if row["worker"].endswith(":random")]
+    assert random_row["stopped_reading_prob"] >= 0.99
+    assert all(row["stopped_reading_prob"] < 0.99 for row in table if "careful" in row["worker"])
 
 
 def test_the_answers_of_an_excluded_worker_are_asked_for_again_once(
