@@ -421,7 +421,7 @@ def _recover_answers(
         assignment.platform_session_id = row.id
         answer = entry.get("answer") or {}
         response = Response(
-            assignment_id=assignment.id,
+            assignment=assignment,
             study_id=study.id,
             item_id=item.id,
             worker_id=row.worker_id,

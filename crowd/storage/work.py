@@ -101,6 +101,8 @@ class Assignment(Base):
 
     item: Mapped[Item] = relationship()
     worker: Mapped[Worker] = relationship()
+    # The stored answer, set in memory when it is created (no query to read it back).
+    response: Mapped[Response | None] = relationship(back_populates="assignment")
 
     def transition(self, new: AssignmentState) -> None:
         """Move to `new`, or raise if the state machine does not allow it.
@@ -159,3 +161,4 @@ class Response(Base):
 
     item: Mapped[Item] = relationship()
     worker: Mapped[Worker] = relationship()
+    assignment: Mapped[Assignment | None] = relationship(back_populates="response")

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Select, func, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from crowd.exceptions import (
     InvalidAction,
@@ -277,8 +277,16 @@ def _claim_real_item(
 
 def load_assignment(session: Session, assignment_id: int, worker_id: int) -> Assignment:
     """The worker's own assignment, locked for update; others' look like missing ones."""
+    # One statement: the assignment (its row locked), its item and the item's study, which
+    # every step reads, and its stored answer if any.
     assignment = session.scalar(
-        select(Assignment).where(Assignment.id == assignment_id).with_for_update()
+        select(Assignment)
+        .where(Assignment.id == assignment_id)
+        .options(
+            joinedload(Assignment.item, innerjoin=True).joinedload(Item.study, innerjoin=True),
+            joinedload(Assignment.response),
+        )
+        .with_for_update(of=Assignment)
     )
     if assignment is None or assignment.worker_id != worker_id:
         raise NotFound(f"no assignment {assignment_id} for this worker")
@@ -286,7 +294,8 @@ def load_assignment(session: Session, assignment_id: int, worker_id: int) -> Ass
 
 
 def stored_response(session: Session, assignment: Assignment) -> Response | None:
-    return session.scalar(select(Response).where(Response.assignment_id == assignment.id))
+    """The assignment's stored answer: read once, and never read back after storing it."""
+    return assignment.response
 
 
 def assignment_view(session: Session, assignment: Assignment) -> dict[str, Any]:
@@ -389,7 +398,7 @@ def store_response(
         hit, item, answer, _answer_seconds(assignment, now), exclusion.study_qc(item.study)
     )
     response = Response(
-        assignment_id=assignment.id,
+        assignment=assignment,
         study_id=assignment.study_id,
         item_id=item.id,
         worker_id=assignment.worker_id,

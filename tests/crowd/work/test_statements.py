@@ -1,0 +1,81 @@
+"""The SQL a worker's steps cost: each step request loads what it needs in one statement and
+stores an answer with the minimal honest work (issue 20), on SQLite and, in CI's second
+run, on PostgreSQL. The counts are exact, so a change that adds a lookup shows here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import event, select
+
+from crowd.storage import Assignment, Database, OutboxEvent, Response
+from tests.conftest import join, passage
+
+# Transaction control is not work: BEGIN (IMMEDIATE on SQLite), SAVEPOINT and RELEASE.
+_CONTROL = ("BEGIN", "SAVEPOINT", "RELEASE", "COMMIT", "ROLLBACK")
+
+
+def verb_and_table(statement: str) -> str:
+    """The verb and table of a statement: SELECT assignments, INSERT responses."""
+    words = statement.split()
+    if words[0] == "SELECT":
+        return f"SELECT {words[words.index('FROM') + 1]}"
+    return f"{words[0]} {words[1] if words[0] == 'UPDATE' else words[2]}"
+
+
+@pytest.fixture
+def statements(app: Flask) -> Iterator[list[str]]:
+    engine = app.extensions["crowd"].db.engine
+    seen: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
+        if not statement.lstrip().upper().startswith(_CONTROL):
+            seen.append(" ".join(statement.split()))
+
+    event.listen(engine, "before_cursor_execute", record)
+    yield seen
+    event.remove(engine, "before_cursor_execute", record)
+
+
+def test_a_reveal_step_is_two_statements_and_storing_the_answer_four(
+    client: FlaskClient,
+    auth: dict[str, str],
+    make_study: Any,
+    db: Database,
+    statements: list[str],
+) -> None:
+    study_id = make_study([passage("p0", 1, n=2)], {"annotations_per_item": 1,
+                                                    "attention_rate": 0.0})  # fmt: skip
+    who = join(client, auth, external_id="ada")
+    view = client.post(f"/api/work/studies/{study_id}/next", json={}, headers=who).get_json()
+    path = f"/api/work/assignments/{view['assignment_id']}/step"
+
+    statements.clear()
+    reveal = client.post(path, json={"step": 0, "choice": "human"}, headers=who)
+    assert reveal.status_code == 200 and "feedback" not in reveal.get_json()
+    # The assignment, locked, with its item, study and any stored answer; the new progress.
+    assert [verb_and_table(s) for s in statements] == [
+        "SELECT assignments", "UPDATE assignments"], statements  # fmt: skip
+    assert "JOIN items" in statements[0] and "JOIN studies" in statements[0]
+
+    statements.clear()
+    store = client.post(path, json={"step": 1, "choice": "machine"}, headers=who)
+    assert store.status_code == 200 and store.get_json()["answered"] is True
+    # The same load; the response, the assignment's state and the outbox row, in one
+    # transaction; the reply's feedback from the response in memory, not read back.
+    assert sorted(verb_and_table(s) for s in statements) == [
+        "INSERT outbox", "INSERT responses", "SELECT assignments", "UPDATE assignments",
+    ], statements  # fmt: skip
+
+    statements.clear()
+    again = client.post(path, json={"step": 1, "choice": "machine"}, headers=who)
+    assert again.get_json() == store.get_json()
+    assert len(statements) == 1  # a repeated submission reads, and changes nothing
+    with db.session() as session:
+        assert session.scalars(select(Response)).one().answer == {"guess": 1, "all_human": False}
+        assert session.scalars(select(Assignment)).one().state == "submitted"
+        assert len(session.scalars(select(OutboxEvent)).all()) == 1
