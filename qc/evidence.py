@@ -113,11 +113,17 @@ def crowd_doubt(evidence: Mapping[str, Any]) -> float | None:
     reading now) (qc.drift), so a worker who stops reading meets more gold, each a full test,
     while the evidence gathers (None before any comparison).
 
-    >>> crowd_doubt({"agreement_below_prob": 0.1, "recent_below_prob": 0.6})
+    >>> crowd_doubt({"agreement_n": 9, "agreement_below_prob": 0.1, "recent_below_prob": 0.6})
     0.6
-    >>> crowd_doubt({"agreement_below_prob": 0.1, "stopped_reading_prob": 0.8})
+    >>> crowd_doubt({"agreement_n": 9, "agreement_below_prob": 0.1, "stopped_reading_prob": 0.8})
     0.8
+    >>> crowd_doubt({"agreement_n": 0, "stopped_reading_prob": 0.3}) is None  # checks only
+    True
     """
+    if not evidence.get("agreement_n"):
+        # Attention checks alone are no comparison with the crowd: until one, the gold rate
+        # follows the worker's gold (a passed check must not lower it).
+        return None
     found = [
         float(evidence[key])
         for key in ("agreement_below_prob", "recent_below_prob", "stopped_reading_prob")

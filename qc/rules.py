@@ -338,11 +338,11 @@ _PHRASES: dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, Any]], str]]] 
         ("stopped_reading_n", "stopped_reading_since"),
         lambda e: (
             f"probability they are not reading now {e['stopped_reading_prob']:.3f}, from "
-            f"{e['stopped_reading_n']} answers and attention checks together"
+            f"{e['stopped_reading_n']} judged answers and attention checks together"
             + (
-                " (from the start)"
+                " (at random from the start)"
                 if e["stopped_reading_since"] == 0
-                else f" (most probably since their answer {e['stopped_reading_since'] + 1})"
+                else f" (most probably at random after the first {e['stopped_reading_since']})"
             )
         ),
     ),

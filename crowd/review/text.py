@@ -286,12 +286,12 @@ def figures(evidence: Mapping[str, Any], alike: Callable[[str], str] | None = No
         if prob is not None:
             when = (
                 "most probably reading" if since is None
-                else "from the start" if since == 0
-                else f"most probably since their answer {since + 1}"
+                else "at random from the start" if since == 0
+                else f"most probably at random after the first {count(since)}"
             )  # fmt: skip
             text = (
-                f"probability {prob:.3f}, from {count(e.get('stopped_reading_n'))} answers and "
-                f"attention checks together ({when})"
+                f"probability {prob:.3f}, from {count(e.get('stopped_reading_n'))} judged answers "
+                f"and attention checks together ({when})"
             )
         add("stopped_reading_prob", "Not reading now", text)
     if "collusion_partners" in e:

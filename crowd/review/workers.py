@@ -76,8 +76,8 @@ def worker_names(session: Session, worker_ids: list[int]) -> dict[int, str]:
 
 
 SORT_KEYS = (
-    "worker", "responses", "gold_accuracy", "gold_mean", "agreement", "attention_failed",
-    "too_fast_share", "constant_share", "longest_run", "flags", "status",
+    "worker", "responses", "gold_accuracy", "gold_mean", "agreement", "stopped_reading_prob",
+    "attention_failed", "too_fast_share", "constant_share", "longest_run", "flags", "status",
 )  # fmt: skip
 
 

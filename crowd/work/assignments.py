@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Select, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm.attributes import set_committed_value
 
 from crowd.exceptions import (
     InvalidAction,
@@ -212,7 +213,7 @@ def _assign(
     first = hit.start(item.content, utcnow(), study.config)
     assignment = Assignment(
         study_id=study.id,
-        item_id=item.id,
+        item=item,
         worker_id=worker.id,
         provider=worker.provider,
         progress=first.progress,
@@ -278,23 +279,26 @@ def _claim_real_item(
 def load_assignment(session: Session, assignment_id: int, worker_id: int) -> Assignment:
     """The worker's own assignment, locked for update; others' look like missing ones."""
     # One statement: the assignment (its row locked), its item and the item's study, which
-    # every step reads, and its stored answer if any.
+    # every step reads.
     assignment = session.scalar(
         select(Assignment)
         .where(Assignment.id == assignment_id)
-        .options(
-            joinedload(Assignment.item, innerjoin=True).joinedload(Item.study, innerjoin=True),
-            joinedload(Assignment.response),
-        )
+        .options(joinedload(Assignment.item, innerjoin=True).joinedload(Item.study, innerjoin=True))
         .with_for_update(of=Assignment)
     )
     if assignment is None or assignment.worker_id != worker_id:
         raise NotFound(f"no assignment {assignment_id} for this worker")
+    if assignment.state == AssignmentState.ASSIGNED:
+        # No answer while assigned (one is stored with the move to submitted, under this
+        # lock): say so, and storing one reads nothing back. Otherwise the answer is read on
+        # use, in a statement of its own after the lock: joined into the locking statement,
+        # PostgreSQL would show it as of before the wait, missing a concurrent request's.
+        set_committed_value(assignment, "response", None)
     return assignment
 
 
 def stored_response(session: Session, assignment: Assignment) -> Response | None:
-    """The assignment's stored answer: read once, and never read back after storing it."""
+    """The assignment's stored answer (read once per request)."""
     return assignment.response
 
 

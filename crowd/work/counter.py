@@ -32,20 +32,8 @@ def item_counter(
         if assignment.platform_session_id is not None
         else None
     )
-    done: int | None
-    if platform_session is not None:
-        done = platform_session.items_done
-    else:
-        done = session.scalar(
-            select(func.count(Response.id)).where(
-                Response.worker_id == worker_id, Response.study_id == study.id
-            )
-        )
-    number = int(done or 0) + (1 if assignment.state == AssignmentState.ASSIGNED else 0)
     seen = select(Assignment.item_id).where(Assignment.worker_id == worker_id)
-    real = session.scalar(
-        select(func.count()).select_from(_open_items(study, seen, category).subquery())
-    )
+    real = select(func.count()).select_from(_open_items(study, seen, category).subquery())
     extra = select(func.count(Item.id)).where(
         Item.study_id == study.id,
         Item.kind.in_((ItemKind.TRAINING, ItemKind.GOLD, ItemKind.ATTENTION)),
@@ -59,7 +47,17 @@ def item_counter(
                 Item.category.is_(None),
             )
         )
-    total = number + int(real or 0) + int(session.scalar(extra) or 0)
+    answered = select(func.count(Response.id)).where(
+        Response.worker_id == worker_id, Response.study_id == study.id
+    )
+    # One statement for the three counts.
+    done, open_real, open_extra = session.execute(
+        select(answered.scalar_subquery(), real.scalar_subquery(), extra.scalar_subquery())
+    ).one()
+    if platform_session is not None:
+        done = platform_session.items_done
+    number = int(done or 0) + (1 if assignment.state == AssignmentState.ASSIGNED else 0)
+    total = number + int(open_real or 0) + int(open_extra or 0)
     if platform_session is not None:
         total = min(total, platform_items(session, platform_session))
     number = max(number, 1)

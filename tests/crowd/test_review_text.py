@@ -160,10 +160,10 @@ def test_the_stopped_reading_posterior_says_since_when() -> None:
         return figures["Not reading now"]
 
     assert shown(0.995, 8) == (
-        "probability 0.995, from 14 answers and attention checks together (most probably since "
-        "their answer 9)"
+        "probability 0.995, from 14 judged answers and attention checks together (most "
+        "probably at random after the first 8)"
     )
-    assert shown(0.999, 0).endswith("(from the start)")
+    assert shown(0.999, 0).endswith("(at random from the start)")
     assert shown(0.01, None).endswith("(most probably reading)")
     assert shown(None, None, 0) == "no answers or checks judged yet"
     readable(shown(0.995, 8))

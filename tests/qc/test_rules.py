@@ -232,7 +232,7 @@ def test_stopped_reading_rule_says_since_when_and_waits_for_four_events() -> Non
     reasons = {d.worker: d.reason for d in evaluate(evidence, [rule])}
     assert set(reasons) == {"drifted", "random"}
     assert reasons["drifted"].startswith(
-        "probability they are not reading now 0.995, from 17 answers and attention checks "
-        "together (most probably since their answer 9)"
+        "probability they are not reading now 0.995, from 17 judged answers and attention "
+        "checks together (most probably at random after the first 8)"
     )
-    assert "(from the start)" in reasons["random"]
+    assert "(at random from the start)" in reasons["random"]

@@ -20,14 +20,15 @@ Action = Literal[
 ]
 BulkActionName = Literal["approve", "reject", "soft_reject", "block", "note"]
 SortKey = Literal[
-    "worker", "responses", "gold_accuracy", "gold_mean", "agreement", "attention_failed",
-    "too_fast_share", "constant_share", "longest_run", "flags", "status",
+    "worker", "responses", "gold_accuracy", "gold_mean", "agreement", "stopped_reading_prob",
+    "attention_failed", "too_fast_share", "constant_share", "longest_run", "flags", "status",
 ]  # fmt: skip
 Sort = Literal[
-    "worker", "responses", "gold_accuracy", "gold_mean", "agreement", "attention_failed",
-    "too_fast_share", "constant_share", "longest_run", "flags", "status",
-    "-worker", "-responses", "-gold_accuracy", "-gold_mean", "-agreement", "-attention_failed",
-    "-too_fast_share", "-constant_share", "-longest_run", "-flags", "-status",
+    "worker", "responses", "gold_accuracy", "gold_mean", "agreement", "stopped_reading_prob",
+    "attention_failed", "too_fast_share", "constant_share", "longest_run", "flags", "status",
+    "-worker", "-responses", "-gold_accuracy", "-gold_mean", "-agreement",
+    "-stopped_reading_prob", "-attention_failed", "-too_fast_share", "-constant_share",
+    "-longest_run", "-flags", "-status",
 ]  # fmt: skip
 Method = Literal[
     "majority_vote", "dawid_skene", "mace", "ordinal_mean", "first_change", "bradley_terry"

@@ -4,6 +4,8 @@ run, on PostgreSQL. The counts are exact, so a change that adds a lookup shows h
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +14,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import event, select
 
-from crowd.storage import Assignment, Database, OutboxEvent, Response
+from crowd.storage import Assignment, Database, OutboxEvent, Response, Worker
+from crowd.work import assignments as work
 from tests.conftest import join, passage
 
 # Transaction control is not work: BEGIN (IMMEDIATE on SQLite), SAVEPOINT and RELEASE.
@@ -74,8 +77,50 @@ def test_a_reveal_step_is_two_statements_and_storing_the_answer_four(
     statements.clear()
     again = client.post(path, json={"step": 1, "choice": "machine"}, headers=who)
     assert again.get_json() == store.get_json()
-    assert len(statements) == 1  # a repeated submission reads, and changes nothing
+    # A repeated submission reads the assignment and its answer, and changes nothing.
+    assert [verb_and_table(s) for s in statements] == [
+        "SELECT assignments", "SELECT responses"], statements  # fmt: skip
     with db.session() as session:
         assert session.scalars(select(Response)).one().answer == {"guess": 1, "all_human": False}
         assert session.scalars(select(Assignment)).one().state == "submitted"
+        assert len(session.scalars(select(OutboxEvent)).all()) == 1
+
+
+def test_a_repeat_that_waited_on_the_lock_sees_the_answer_stored_meanwhile(
+    client: FlaskClient, auth: dict[str, str], make_study: Any, db: Database
+) -> None:
+    """Two submissions of the last step at once: the second waits on the assignment's lock
+    and then gets the stored result, not "ask for a new one" (on PostgreSQL an answer joined
+    into the locking statement would be read as of before the wait)."""
+    study_id = make_study([passage("p0", 1, n=2)], {"annotations_per_item": 1,
+                                                    "attention_rate": 0.0})  # fmt: skip
+    who = join(client, auth, external_id="ada")
+    view = client.post(f"/api/work/studies/{study_id}/next", json={}, headers=who).get_json()
+    assignment_id = view["assignment_id"]
+    client.post(f"/api/work/assignments/{assignment_id}/step",
+                json={"step": 0, "choice": "human"}, headers=who)  # fmt: skip
+    with db.session() as session:
+        worker_id = session.scalars(select(Worker.id)).one()
+    last = {"step": 1, "choice": "machine"}
+    second: dict[str, Any] = {}
+
+    def submit_again() -> None:
+        try:
+            with db.session() as session:
+                assignment = work.act(session, assignment_id, worker_id, last)
+                second["view"] = work.assignment_view(session, assignment)
+        except Exception as error:  # noqa: BLE001 (reported by the assertion below)
+            second["error"] = error
+
+    with db.session() as session:
+        work.act(session, assignment_id, worker_id, last)
+        session.flush()
+        waiting = threading.Thread(target=submit_again)
+        waiting.start()
+        time.sleep(0.5)  # the second submission reaches the lock and waits
+    waiting.join(timeout=30)
+    assert "error" not in second, second
+    assert second["view"]["answered"] is True
+    with db.session() as session:
+        assert len(session.scalars(select(Response)).all()) == 1
         assert len(session.scalars(select(OutboxEvent)).all()) == 1
