@@ -3,8 +3,9 @@
 The separate rules each wait for their own credible evidence: two failed attention checks,
 four gold answers at chance and ten answers against the crowd are each short of a verdict,
 together plenty. And a worker who read for a while and then stopped pools a good start with a
-bad end. So we model each worker as reading (accuracy p above the crowd's threshold) or not
-(p below it), with one possible switch from reading to not, and ask where they are now.
+bad end. So we model each worker as reading (accuracy p above the crowd's threshold) or
+answering at random, with one possible switch from reading to random, and ask where they
+are now.
 
 A worker's events, in answer order, are answers judged against the crowd or a known answer
 (`qc.agreement`: the log-likelihood of p on its grid) and attention checks (passed or failed;
