@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from crowd.quality import standing as quality
 from crowd.queue.hooks import QC_REFRESH, Event, on_event
-from crowd.storage import Item, ItemKind, OutboxEvent, Response, Study, Worker
+from crowd.storage import Item, ItemKind, OutboxEvent, Response, Study, StudyWorker, Worker
 from crowd.storage.outbox import RESPONSE_EXPLAINED, RESPONSE_STORED, RESPONSES_IMPORTED
 
 # The imported raters one outbox event refreshes in its transaction (see refresh_after_import).
@@ -21,9 +21,18 @@ def refresh_after_response(session: Session, response_id: int) -> None:
     response = session.get(Response, response_id)
     if response is None:
         return
-    refresh_worker(session, response.worker_id, response.study_id)
+    worker_id, study_id = response.worker_id, response.study_id
+    # Every answer up to this one is committed now, so the refresh below reads them all (it
+    # may read later ones too; those are refreshed again by their own events).
+    through = session.scalar(
+        select(func.max(Response.id)).where(
+            Response.worker_id == worker_id, Response.study_id == study_id
+        )
+    )
+    refresh_worker(session, worker_id, study_id)
     # QC rules act on the worker's evidence here, off the request path (SPEC 4).
-    quality.refresh_standing(session, response.item.study, response.worker_id)
+    row = quality.refresh_standing(session, response.item.study, worker_id)
+    row.refreshed_through = max(row.refreshed_through or 0, int(through or 0))
 
 
 def refresh_worker(session: Session, worker_id: int, study_id: int) -> dict[str, Any]:
@@ -79,8 +88,31 @@ def _store(
 
 @on_event(RESPONSE_STORED, RESPONSE_EXPLAINED, order=QC_REFRESH)
 def refresh_after_answer(session: Session, event: Event) -> None:
-    """An answer (or its explanation) was stored: the worker's numbers and QC standing."""
-    refresh_after_response(session, int(event.payload["response_id"]))
+    """An answer (or its explanation) was stored: the worker's numbers and QC standing.
+
+    A stored answer that an earlier event's refresh already read (the queue was behind: the
+    worker answered again before it got to the first) is not refreshed again, so a burst of
+    answers costs one refresh, and no decision waits for it. An explanation is always
+    refreshed: it may come after the answer was read.
+    """
+    response_id = int(event.payload["response_id"])
+    if event.topic == RESPONSE_STORED and covered(session, response_id):
+        return
+    refresh_after_response(session, response_id)
+
+
+def covered(session: Session, response_id: int) -> bool:
+    """Whether a refresh after an answer already read this response."""
+    through = session.scalar(
+        select(StudyWorker.refreshed_through)
+        .join(
+            Response,
+            (Response.worker_id == StudyWorker.worker_id)
+            & (Response.study_id == StudyWorker.study_id),
+        )
+        .where(Response.id == response_id)
+    )
+    return through is not None and through >= response_id
 
 
 @on_event(RESPONSES_IMPORTED, order=QC_REFRESH)

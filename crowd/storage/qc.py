@@ -59,6 +59,9 @@ class StudyWorker(Base):
     # The latest QC evidence (qc.evidence.worker_evidence) and the rules that fire on it.
     evidence: Mapped[dict[str, Any]] = mapped_column(default=dict)
     rule_hits: Mapped[list[Any]] = mapped_column(default=list)
+    # The latest answer of the worker's that a refresh after an answer is known to have read
+    # (crowd.quality.stats): the queue skips refreshing for an answer at or before it.
+    refreshed_through: Mapped[int | None] = mapped_column(default=None)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 

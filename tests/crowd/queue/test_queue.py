@@ -9,11 +9,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from sqlalchemy import func, select
 
 from crowd.app import create_app
 from crowd.plugins import load_features
+from crowd.quality import standing as quality_standing
 from crowd.queue import EVENTS, SERIALIZER, fetch_job, job_queue
 from crowd.queue.embedded import EmbeddedRedis
 from crowd.queue.hooks import after_commit_handlers, in_transaction_handlers, sweeps
@@ -21,7 +23,15 @@ from crowd.queue.jobs import configure, process_event
 from crowd.queue.outbox import job_id
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
-from crowd.storage import AuditEntry, Database, OutboxEvent, Report, StudyWorker, Worker
+from crowd.storage import (
+    AuditEntry,
+    Database,
+    OutboxEvent,
+    Report,
+    Response,
+    StudyWorker,
+    Worker,
+)
 from crowd.storage.outbox import RESPONSE_STORED, WORKER_BLOCKED
 from tests.conftest import join, passage
 from tests.crowd.quality.test_standing import ROFT_RULES
@@ -103,6 +113,49 @@ def test_process_event_is_idempotent(
         ("rule:attention_failed", "soft_block"),
         ("rule:repeated_explanations", "flag"),
     ]
+
+
+@pytest.mark.parametrize(("order", "refreshes"), [("as stored", 4), ("last first", 3)])
+def test_a_burst_of_answers_the_queue_is_behind_on_is_refreshed_once(
+    settings: Settings,
+    client: Any,
+    auth: dict[str, str],
+    make_study: Any,
+    db: Database,
+    monkeypatch: pytest.MonkeyPatch,
+    order: str,
+    refreshes: int,
+) -> None:
+    """Three answers, each explained, before the queue gets to any: the first event's refresh
+    reads all three answers, so the later answers' events skip theirs (explanations are
+    refreshed each); the worker's numbers and standing count all three in either order."""
+    study_id = make_study([passage(f"p{i}", 2, n=3) for i in range(3)],
+                          {"annotations_per_item": 1, "attention_rate": 0.0})  # fmt: skip
+    who = join(client, auth)
+    for _ in range(3):
+        play(client, who, study_id, guess=2)
+    refreshed: list[int] = []
+    real_refresh = quality_standing.refresh_standing
+
+    def counting(session: Any, study: Any, worker_id: int) -> Any:
+        refreshed.append(worker_id)
+        return real_refresh(session, study, worker_id)
+
+    monkeypatch.setattr(quality_standing, "refresh_standing", counting)
+    configure(settings)
+    with db.session() as session:
+        events = session.execute(select(OutboxEvent.id, OutboxEvent.topic)).all()
+    assert [topic for _, topic in events] == ["response.stored", "response.explained"] * 3
+    ids = [event_id for event_id, _ in events]
+    for event_id in ids if order == "as stored" else ids[::-1]:
+        assert process_event(event_id).startswith("processed")
+    assert len(refreshed) == refreshes  # 6 events, one refresh each without the skip
+    with db.session() as session:
+        worker = session.scalars(select(Worker)).one()
+        standing = session.scalars(select(StudyWorker)).one()
+        last = session.scalar(select(func.max(Response.id)))
+    assert worker.stats[str(study_id)]["responses"] == 3
+    assert standing.evidence["responses"] == 3 and standing.refreshed_through == last
 
 
 def test_embedded_redis_starts_and_stops_cleanly(tmp_path: Path) -> None:
