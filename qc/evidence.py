@@ -28,6 +28,7 @@ from qc.anomalies import WorkerSignals, normalize_explanation
 from qc.attention import fail_prob
 from qc.collusion import Collusion
 from qc.config import QcConfig
+from qc.drift import Verdict
 from qc.gold import GoldConfidence, gold_rate
 from qc.rules import IMPORTED
 
@@ -167,7 +168,8 @@ def crowd_evidence(
     collusion_pairs (the evidence of each pair), stopped_reading_prob (P(not reading now)
     from answers and checks together, with one possible switch: qc.drift), stopped_reading_n
     (the events it rests on) and stopped_reading_since (the events before the most probable
-    switch; None while most probably reading).
+    switch; None while most probably reading); the last three for `focus` and the groups
+    they are in only (None and 0 for the others).
 
     >>> from qc.config import parse_qc_config
     >>> answers = [(f"i{i}/best", w, i % 4) for i in range(12) for w in "abcde"]
@@ -199,10 +201,17 @@ def crowd_evidence(
     checks_of: dict[str, list[tuple[int, bool]]] = {}
     for at, worker, passed in checks:
         checks_of.setdefault(str(worker), []).append((at, bool(passed)))
+    # The stopped-reading posterior is the costly one: only for the workers being refreshed
+    # (`focus` and the groups they are in), not the whole study on every answer.
+    judged = None if focus is None else {*focus, *(w for f in focus for w in group_of.get(f, []))}
     out: dict[str, dict[str, Any]] = {}
     for worker in sorted({str(w) for _, w, _ in answers} | set(checks_of)):
         metrics = dict(NO_CROWD)
-        verdict = agreement.stopped_reading(worker, checks_of.get(worker, []))
+        verdict = (
+            agreement.stopped_reading(worker, checks_of.get(worker, []))
+            if judged is None or worker in judged
+            else Verdict(0.0, None, 0)
+        )
         if verdict.events:
             metrics.update(
                 stopped_reading_prob=round(verdict.prob, 4),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, or_, select
+from typing import Any
+
+from sqlalchemy import func, literal, or_, select
 from sqlalchemy.orm import Session
 
 from crowd.storage import Assignment, AssignmentState, Item, ItemKind, PlatformSession, Response
@@ -47,15 +49,18 @@ def item_counter(
                 Item.category.is_(None),
             )
         )
-    answered = select(func.count(Response.id)).where(
-        Response.worker_id == worker_id, Response.study_id == study.id
+    # Done: in the platform's session, or answered in the study on the open web.
+    done: Any = (
+        literal(platform_session.items_done)
+        if platform_session is not None
+        else select(func.count(Response.id))
+        .where(Response.worker_id == worker_id, Response.study_id == study.id)
+        .scalar_subquery()
     )
-    # One statement for the three counts.
+    # One statement for the counts.
     done, open_real, open_extra = session.execute(
-        select(answered.scalar_subquery(), real.scalar_subquery(), extra.scalar_subquery())
+        select(done, real.scalar_subquery(), extra.scalar_subquery())
     ).one()
-    if platform_session is not None:
-        done = platform_session.items_done
     number = int(done or 0) + (1 if assignment.state == AssignmentState.ASSIGNED else 0)
     total = number + int(open_real or 0) + int(open_extra or 0)
     if platform_session is not None:

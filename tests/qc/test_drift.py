@@ -155,6 +155,10 @@ def test_crowd_evidence_reports_the_posterior_with_the_checks() -> None:
     # A worker seen only in checks is judged on them (one pass: most probably reading).
     assert out["only-checks"]["stopped_reading_n"] == 1
     assert out["only-checks"]["stopped_reading_prob"] < 0.5
+    # Refreshing one worker judges that worker only (and the group they are in).
+    one = crowd_evidence(answers, parse_qc_config(None), checks=checks, focus=["random"])
+    assert one["random"]["stopped_reading_prob"] == out["random"]["stopped_reading_prob"]
+    assert one["c0"]["stopped_reading_prob"] is None and one["c0"]["stopped_reading_n"] == 0
 
 
 def test_no_events_no_verdict() -> None:
