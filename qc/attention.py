@@ -17,6 +17,9 @@ _DIGITS = 4  # rounding of the failure rate, as in the task analyses' JSON
 # A failure rate above this is more than careful people's slips: they miss a check now and
 # then (one in 30 in the QC benchmark's crowd); a worker who does not read fails most.
 SLIP_RATE = 0.2
+# Below this posterior of "not reading now" a worker is more probably reading than not, and
+# meets checks at the study's own rate only.
+DOUBT_FLOOR = 0.5
 
 
 def fail_prob(failed: int, checks: int, rate: float = SLIP_RATE) -> float | None:
@@ -31,6 +34,24 @@ def fail_prob(failed: int, checks: int, rate: float = SLIP_RATE) -> float | None
     if checks <= 0:
         return None
     return float(stats.beta.sf(rate, 1 + failed, 1 + checks - failed))
+
+
+def doubt_check_rate(not_reading: float | None, doubt_checks: float) -> float:
+    """The chance that a worker's next item is an extra attention check, given `not_reading`,
+    the posterior that they are not reading now (qc.drift), and qc.crowd.doubt_checks.
+
+    A check is the sharpest test there is of whether someone reads: a reader fails about one
+    in ten at most, a worker who does not fails most. So while QC doubts a worker (posterior
+    at least DOUBT_FLOOR) they meet checks at doubt_checks x the posterior, each one moving
+    the posterior a long way: a reader's pass clears most of the doubt (odds / 2.25), a
+    guesser's failure adds to it (odds x 6). Without doubt, the study's rate alone.
+
+    >>> doubt_check_rate(0.9, 0.8), doubt_check_rate(0.3, 0.8), doubt_check_rate(None, 0.8)
+    (0.72, 0.0, 0.0)
+    """
+    if not_reading is None or not_reading < DOUBT_FLOOR:
+        return 0.0
+    return round(doubt_checks * not_reading, 4)
 
 
 @dataclass

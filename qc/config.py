@@ -125,7 +125,10 @@ class CrowdPolicy:
     calling an independent pair colluders; collusion_min_shared: tasks a pair must share;
     replace_excluded: ask other workers again for the real answers of a live worker who is
     excluded (by a rule or a reviewer) or blocked, so each item still gets its target of
-    answers that count.
+    answers that count; doubt_checks: while QC doubts a worker is reading (qc.drift's
+    posterior at least 0.5), the chance of an extra attention check next is doubt_checks x
+    that posterior, on top of the study's attention_rate (0: none; see
+    `qc.attention.doubt_check_rate`).
     """
 
     margin: float = 0.5
@@ -134,9 +137,11 @@ class CrowdPolicy:
     collusion_alpha: float = 1e-3
     collusion_min_shared: int = 4
     replace_excluded: bool = True
+    doubt_checks: float = 0.8
 
     def __post_init__(self) -> None:
         _check_share("qc.crowd.margin", self.margin)
+        _check_share("qc.crowd.doubt_checks", self.doubt_checks)
         _check_count("qc.crowd.window", self.window, 1)
         _check_count("qc.crowd.min_others", self.min_others, 1)
         if not _is_number(self.collusion_alpha) or not 0 < self.collusion_alpha < 1:

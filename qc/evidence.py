@@ -25,7 +25,7 @@ from typing import Any
 
 from qc.agreement import CrowdAgreement
 from qc.anomalies import WorkerSignals, normalize_explanation
-from qc.attention import fail_prob
+from qc.attention import doubt_check_rate, fail_prob
 from qc.collusion import Collusion
 from qc.config import QcConfig
 from qc.drift import Verdict
@@ -139,6 +139,7 @@ NO_CROWD: dict[str, Any] = {
     "agreement_below_prob": None, "recent_agreement": None, "recent_below_prob": None,
     "collusion_partners": 0, "collusion_group": [], "collusion_pairs": [],
     "stopped_reading_prob": None, "stopped_reading_n": 0, "stopped_reading_since": None,
+    "check_rate": 0.0,
 }  # fmt: skip
 
 
@@ -168,8 +169,9 @@ def crowd_evidence(
     collusion_pairs (the evidence of each pair), stopped_reading_prob (P(not reading now)
     from answers and checks together, with one possible switch: qc.drift), stopped_reading_n
     (the events it rests on) and stopped_reading_since (the events before the most probable
-    switch; None while most probably reading); the last three for `focus` and the groups
-    they are in only (None and 0 for the others).
+    switch; None while most probably reading) and check_rate (the chance of an extra attention
+    check next while that posterior doubts them: qc.attention.doubt_check_rate); the last four
+    for `focus` and the groups they are in only (None and 0 for the others).
 
     >>> from qc.config import parse_qc_config
     >>> answers = [(f"i{i}/best", w, i % 4) for i in range(12) for w in "abcde"]
@@ -217,6 +219,7 @@ def crowd_evidence(
                 stopped_reading_prob=round(verdict.prob, 4),
                 stopped_reading_n=verdict.events,
                 stopped_reading_since=verdict.since,
+                check_rate=doubt_check_rate(verdict.prob, policy.doubt_checks),
             )
         n = agreement.n_.get(worker, 0)
         if n:

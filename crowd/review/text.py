@@ -28,6 +28,7 @@ LABELS: dict[str, str] = {
     "gold_mean": "estimated accuracy",
     "gold_below_prob": "chance the accuracy is below the threshold",
     "gold_rate": "chance the next item is gold",
+    "check_rate": "chance of an extra attention check next",
     "agreement_below_prob": "chance the accuracy against the crowd is below the threshold",
     "recent_below_prob": "chance the recent accuracy is below the threshold",
     "recent_agreement": "recent accuracy against the crowd",
@@ -266,6 +267,8 @@ def figures(evidence: Mapping[str, Any], alike: Callable[[str], str] | None = No
             "no gold answered yet" if prob is None else percent(prob))  # fmt: skip
     if "gold_rate" in e:
         add("gold_rate", title("gold_rate"), percent(e["gold_rate"]))
+    if "check_rate" in e:
+        add("check_rate", title("check_rate"), percent(e["check_rate"]))
     if "agreement" in e:
         used.update(("agreement_n", "agreement_chance", "agreement_threshold"))
         text = "no answers shared with enough others yet"

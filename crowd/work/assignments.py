@@ -9,6 +9,7 @@ and its holder counter checked and raised before an assignment is added.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -45,6 +46,7 @@ from crowd.storage import (
     SessionState,
     Study,
     StudyStatus,
+    StudyWorker,
     Worker,
     WorkerStatus,
     utcnow,
@@ -53,6 +55,8 @@ from crowd.storage.outbox import RESPONSE_EXPLAINED, RESPONSE_STORED
 from tasks import HitType, get_hit_type
 
 CANDIDATES_PER_TRY = 25
+# Extra attention checks for doubted workers are drawn from the OS's randomness, as gold is.
+_CHECK_RANDOM = random.SystemRandom()
 # The same words for "no items left" and "QC stopped you": a stopped worker learns no more.
 SIM_PROVIDER = "sim"
 NO_MORE_FOR_YOU = "you have seen every item available to you in this study: thank you!"
@@ -96,6 +100,14 @@ def attention_due(rate: float, served: int, attention_served: int, phase: float)
     if rate <= 0:
         return False
     return attention_served < math.floor(rate * (served + 1) + phase)
+
+
+def doubt_check_due(standing: StudyWorker) -> bool:
+    """True, at the worker's extra check rate, when QC doubts they are reading: the rate their
+    last QC refresh set (qc.attention.doubt_check_rate), drawn here so nobody can predict it.
+    Only in studies that serve checks at all (attention_rate above 0)."""
+    rate = float((standing.evidence or {}).get("check_rate") or 0.0)
+    return rate > 0 and _CHECK_RANDOM.random() < rate
 
 
 def next_assignment(
@@ -178,7 +190,9 @@ def next_assignment(
         )
     ).one()
     rate = float(study.config.get("attention_rate", 0.0))
-    if attention_due(rate, served, attention_served, standing.attention_phase):
+    if attention_due(rate, served, attention_served, standing.attention_phase) or (
+        rate > 0 and doubt_check_due(standing)
+    ):
         item = session.scalar(
             quality.in_category(
                 select(Item).where(

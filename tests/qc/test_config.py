@@ -129,6 +129,8 @@ def test_round_trip() -> None:
             "qc.anomalies.min_explanation_chars must be a whole number of 1 or more",
         ),
         ({"anomalies": {"speed": 3}}, "qc.anomalies.speed is not a setting"),
+        ({"crowd": {"doubt_checks": 1.5}}, "qc.crowd.doubt_checks must be a number between 0"),
+        ({"crowd": {"doubt_checks": "often"}}, "qc.crowd.doubt_checks must be a number"),
         ({"rules": {"name": "x"}}, "qc.rules must be a list"),
         ({"rules": [{"name": "x"}]}, r"qc.rules\[0\]: rule 'x' lacks metric"),
         (

@@ -152,6 +152,16 @@ def test_crowd_evidence_reports_the_posterior_with_the_checks() -> None:
     assert out["random"]["stopped_reading_n"] == 17
     assert out["random"]["stopped_reading_since"] == 0
     assert out["c0"]["stopped_reading_prob"] < 0.05
+    # The doubted worker meets extra attention checks at doubt_checks x the posterior; a
+    # reader at the study's rate alone, and the setting turns it off.
+    assert out["random"]["check_rate"] == pytest.approx(
+        0.8 * out["random"]["stopped_reading_prob"], abs=1e-4
+    )
+    assert out["c0"]["check_rate"] == 0.0
+    quiet = crowd_evidence(
+        answers, parse_qc_config({"crowd": {"doubt_checks": 0}}), checks=checks, focus=["random"]
+    )
+    assert quiet["random"]["check_rate"] == 0.0
     # A worker seen only in checks is judged on them (one pass: most probably reading).
     assert out["only-checks"]["stopped_reading_n"] == 1
     assert out["only-checks"]["stopped_reading_prob"] < 0.5

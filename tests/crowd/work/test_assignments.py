@@ -290,6 +290,42 @@ def test_attention_checks_are_paced_and_scored(
     assert [f["attention_passed"] for f in flags if "attention_passed" in f] == [False, False]
 
 
+@pytest.mark.parametrize(("attention_rate", "checks_first"), [(0.05, 3), (0.0, 0)])
+def test_a_worker_qc_doubts_meets_extra_attention_checks(
+    client: FlaskClient,
+    auth: dict[str, str],
+    make_study: Any,
+    db: Database,
+    attention_rate: float,
+    checks_first: int,
+) -> None:
+    """At the check rate of their last QC refresh (qc.attention.doubt_check_rate), in studies
+    that serve checks at all."""
+    from crowd.quality.standing import standing
+    from crowd.storage import Worker
+
+    items = [passage(f"p{i}", 2, n=3) for i in range(6)]
+    items += [passage(f"att{i}", 3, n=3, kind="attention") for i in range(3)]
+    study_id = make_study(items, {"annotations_per_item": 1, "attention_rate": attention_rate})
+    who = join(client, auth)
+    with db.session() as session:
+        worker_id = session.scalar(select(Worker.id).where(Worker.external_id == "w1"))
+        row = standing(session, study_id, worker_id)
+        row.evidence = {"stopped_reading_prob": 0.99, "check_rate": 1.0}
+    kinds = []
+    for _ in range(6):
+        view = start(client, who, study_id)
+        kinds.append(view["task"]["sentences"][0].startswith("att"))
+        view = step(client, who, step(client, who, view, "human").get_json(), "machine").get_json()
+        client.post(
+            f"/api/work/assignments/{view['assignment_id']}/explanation",
+            json={"reasons": ["other"]},
+            headers=who,
+        )
+    # Every check first while the doubt lasts (here it is never refreshed away), then work.
+    assert kinds == [True] * checks_first + [False] * (6 - checks_first)
+
+
 def test_workers_only_see_studies_published_to_their_provider(
     client: FlaskClient, make_study: Any
 ) -> None:
