@@ -287,10 +287,12 @@ def gold_confidence(results: list[float], config: QcConfig) -> GoldConfidence:
     return GoldConfidence(prior=config.gold.prior).fit(("w", a) for a in results)
 
 
-def pick_gold(
+def gold_pick(
     session: Session, study: Study, row: StudyWorker, seen: Any, category: str | None
-) -> Item | None:
-    """A gold item the worker has not seen, drawn at the worker's adaptive gold rate.
+) -> Select[Any] | None:
+    """Which gold item to serve (a select of one item id), drawn at the worker's adaptive
+    gold rate: None when the draw says a real item (or no gold is left unseen: the select
+    then finds none).
 
     The rate is the one the worker's last QC refresh computed (pooled over the HIT type's
     studies), or computed here from the pooled gold record before the first refresh. With a
@@ -306,9 +308,9 @@ def pick_gold(
         rate = gold_rate(alpha, beta, config.gold)
     if _GOLD_RANDOM.random() >= float(rate):
         return None
-    return session.scalar(
+    return (
         in_category(
-            select(Item).where(
+            select(Item.id).where(
                 Item.study_id == study.id, Item.kind == ItemKind.GOLD, Item.id.not_in(seen)
             ),
             category,

@@ -10,7 +10,16 @@ from sqlalchemy.orm import Session
 
 from crowd.quality import standing as quality
 from crowd.queue.hooks import QC_REFRESH, Event, on_event
-from crowd.storage import Item, ItemKind, OutboxEvent, Response, Study, StudyWorker, Worker
+from crowd.storage import (
+    Item,
+    ItemKind,
+    OutboxEvent,
+    Response,
+    ResponseSource,
+    Study,
+    StudyWorker,
+    Worker,
+)
 from crowd.storage.outbox import RESPONSE_EXPLAINED, RESPONSE_STORED, RESPONSES_IMPORTED
 
 # The imported raters one outbox event refreshes in its transaction (see refresh_after_import).
@@ -18,21 +27,50 @@ RATERS_PER_JOB = 500
 
 
 def refresh_after_response(session: Session, response_id: int) -> None:
+    """The numbers and QC standing of the answer's worker, and of every other worker of the
+    study with an answer no refresh has read yet (the queue is behind when there are any):
+    one pass refreshes them all, the crowd fitted once, so a backlog of answers from many
+    workers costs about one refresh, not one each, and no decision waits in the queue for
+    other workers' refreshes. Each worker's mark (refreshed_through) then says which of
+    their answers were read, and their later events skip (refresh_after_answer).
+    """
     response = session.get(Response, response_id)
     if response is None:
         return
     worker_id, study_id = response.worker_id, response.study_id
-    # Every answer up to this one is committed now, so the refresh below reads them all (it
-    # may read later ones too; those are refreshed again by their own events).
-    through = session.scalar(
-        select(func.max(Response.id)).where(
-            Response.worker_id == worker_id, Response.study_id == study_id
-        )
+    # Read before the refresh: each worker's latest answer, and every answer of theirs before
+    # it is committed too (a worker has one open assignment in a study at a time, so their
+    # answers are stored one after another), so the refresh below reads them all (it may
+    # read later ones too; those are refreshed again by their own events).
+    latest = unread(session, study_id)
+    latest.setdefault(worker_id, response_id)  # an explanation of an answer already read
+    others = sorted(w for w in latest if w != worker_id)[: quality.WORKERS_PER_PASS - 1]
+    ids = [worker_id, *others]
+    refresh_workers(session, ids, study_id)
+    # QC rules act on the workers' evidence here, off the request path (SPEC 4).
+    rows = quality.refresh_standings(session, response.item.study, ids)
+    for refreshed in ids:
+        row = rows[refreshed]
+        row.refreshed_through = max(row.refreshed_through or 0, latest[refreshed])
+
+
+def unread(session: Session, study_id: int) -> dict[int, int]:
+    """Live workers of the study with an answer after their refresh mark, and their latest
+    (imported raters are refreshed by their import's events)."""
+    mark = (
+        select(StudyWorker.refreshed_through)
+        .where(StudyWorker.study_id == study_id, StudyWorker.worker_id == Response.worker_id)
+        .scalar_subquery()
     )
-    refresh_worker(session, worker_id, study_id)
-    # QC rules act on the worker's evidence here, off the request path (SPEC 4).
-    row = quality.refresh_standing(session, response.item.study, worker_id)
-    row.refreshed_through = max(row.refreshed_through or 0, int(through or 0))
+    return {
+        int(worker_id): int(latest)
+        for worker_id, latest in session.execute(
+            select(Response.worker_id, func.max(Response.id))
+            .where(Response.study_id == study_id, Response.source == ResponseSource.LIVE)
+            .group_by(Response.worker_id)
+            .having(func.max(Response.id) > func.coalesce(mark, 0))
+        ).all()
+    }
 
 
 def refresh_worker(session: Session, worker_id: int, study_id: int) -> dict[str, Any]:

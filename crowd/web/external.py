@@ -16,7 +16,7 @@ from crowd.platforms import sessions as platforms
 from crowd.platforms.providers import PROVIDERS
 from crowd.storage import Publication, Study
 from crowd.web.game import worker_page_context
-from crowd.work.assignments import DEFAULT_ITEMS_PER_SESSION
+from crowd.work.counter import DEFAULT_ITEMS_PER_SESSION
 
 bp = Blueprint("external", __name__)
 

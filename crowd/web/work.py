@@ -25,7 +25,6 @@ from crowd.web.schemas.work import (
     WorkerReply,
 )
 from crowd.work import assignments as work
-from crowd.work.counter import item_counter
 
 bp = Blueprint("work", __name__, url_prefix="/api/work")
 TAGS = ("work",)
@@ -82,7 +81,7 @@ def next_item(study_id: int, body: NextBody) -> Any:
         study = get_study(session, study_id)
         on_platform = platforms.load_session(session, session_id, worker_id) if session_id else None
         try:
-            assignment = work.next_assignment(
+            served = work.next_assignment(
                 session, study, worker_id, body.category or None, on_platform
             )
         except (NoWorkLeft, PermissionDenied, StudyNotOpen) as done:
@@ -101,8 +100,8 @@ def next_item(study_id: int, body: NextBody) -> Any:
                     view["completion"] = handover
             return view
         # "Item i of n": counted here, where the category the worker plays is known.
-        view = work.assignment_view(session, assignment)
-        return {**view, **item_counter(session, assignment, body.category or None)}
+        view = work.assignment_view(session, served.assignment)
+        return {**view, **served.counter(session)}
 
 
 @bp.get("/assignments/<int:assignment_id>")

@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import Select, and_, func, select, true, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm import Session, aliased, joinedload
 from sqlalchemy.orm.attributes import set_committed_value
 
 from crowd.exceptions import (
@@ -30,6 +31,7 @@ from crowd.exceptions import (
 )
 from crowd.quality import exclusion
 from crowd.quality import standing as quality
+from crowd.quality.exclusion import study_qc
 from crowd.queue.hooks import SweepContext, every_sweep
 from crowd.storage import (
     Assignment,
@@ -38,9 +40,7 @@ from crowd.storage import (
     ItemKind,
     OutboxEvent,
     PlatformSession,
-    Publication,
     Qualification,
-    RemoteTask,
     Response,
     Serving,
     SessionState,
@@ -48,20 +48,25 @@ from crowd.storage import (
     StudyStatus,
     StudyWorker,
     Worker,
+    WorkerBlock,
     WorkerStatus,
     utcnow,
 )
 from crowd.storage.outbox import RESPONSE_EXPLAINED, RESPONSE_STORED
+from crowd.work.counter import (
+    count_columns,
+    item_counter,
+    open_items,
+    platform_items,
+)
 from tasks import HitType, get_hit_type
 
-CANDIDATES_PER_TRY = 25
 # Extra attention checks for doubted workers are drawn from the OS's randomness, as gold is.
 _CHECK_RANDOM = random.SystemRandom()
 # The same words for "no items left" and "QC stopped you": a stopped worker learns no more.
 SIM_PROVIDER = "sim"
 NO_MORE_FOR_YOU = "you have seen every item available to you in this study: thank you!"
 SESSION_DONE = "you have done every item of this task: submit it to finish"
-DEFAULT_ITEMS_PER_SESSION = 10
 # Where the stale-assignment sweep runs among the sweeps: sweeps that end assignments with
 # an answer (a live game's clocks) run before it.
 STALE_SWEEP_ORDER = 100
@@ -79,15 +84,6 @@ def get_or_create_worker(
         worker = Worker(provider=provider, external_id=external_id, display_name=display_name)
         session.add(worker)
         session.flush()
-    return worker
-
-
-def _lock_worker(session: Session, worker_id: int) -> Worker:
-    worker = session.scalar(select(Worker).where(Worker.id == worker_id).with_for_update())
-    if worker is None:
-        raise NotFound("unknown worker: join again to get a new worker token")
-    if worker.status == WorkerStatus.BLOCKED:
-        raise PermissionDenied("this worker account is blocked from our studies")
     return worker
 
 
@@ -110,92 +106,179 @@ def doubt_check_due(standing: StudyWorker) -> bool:
     return rate > 0 and _CHECK_RANDOM.random() < rate
 
 
-def next_assignment(
-    session: Session,
-    study: Study,
-    worker_id: int,
-    category: str | None = None,
-    platform_session: PlatformSession | None = None,
-) -> Assignment:
-    """The worker's open assignment in this study, or a new one; raises NoWorkLeft.
+@dataclass
+class Served:
+    """What `next_assignment` gives: the assignment and the counts of "item i of n"
+    (crowd.work.counter), read in the statement that decided what to serve."""
 
-    On a crowd platform's page the work is counted in the platform's session (an MTurk
-    assignment), which ends after its number of items (SessionComplete).
-    """
-    if study.status != StudyStatus.PUBLISHED:
-        raise StudyNotOpen(f"study {study.id} is {study.status}, not open for work")
-    worker = _lock_worker(session, worker_id)
-    if worker.provider not in study.providers:
-        raise StudyNotOpen(f"study {study.id} is not published to {worker.provider} workers")
-    if platform_session is not None:
-        if platform_session.study_id != study.id or platform_session.worker_id != worker.id:
-            raise PermissionDenied("this platform session belongs to another study or worker")
-        if platform_session.state != SessionState.OPEN:
-            raise SessionComplete(f"this session is {platform_session.state}: nothing more to do")
-    open_assignment = session.scalar(
-        select(Assignment).where(
-            Assignment.worker_id == worker.id,
-            Assignment.study_id == study.id,
-            Assignment.state == AssignmentState.ASSIGNED,
-        )
-    )
-    if platform_session is not None:
-        if open_assignment is not None and open_assignment.platform_session_id in (
-            None, platform_session.id,
-        ):  # fmt: skip
-            open_assignment.platform_session_id = platform_session.id
-            return open_assignment
-        if platform_session.items_done >= platform_items(session, platform_session):
-            raise SessionComplete(SESSION_DONE)
-        if open_assignment is not None:
-            # An item left open in another session of the worker (another HIT of the study)
-            # goes on in this one: one open item per worker and study, counted once.
-            open_assignment.platform_session_id = platform_session.id
-            return open_assignment
-    elif open_assignment is not None:
-        return open_assignment
-    if exclusion.blocked_by(session, study.experimenter_id, worker.id):
-        raise PermissionDenied("this worker account is blocked from these studies")
-    standing = quality.standing(session, study.id, worker.id)
-    if standing.serving == Serving.STOPPED:
-        raise NoWorkLeft(NO_MORE_FOR_YOU)
+    assignment: Assignment
+    done: int
+    open_before: int
+    served_now: bool
+    platform_session: PlatformSession | None
 
-    seen = select(Assignment.item_id).where(Assignment.worker_id == worker.id)
-    # Training examples come first, all of them, in the experimenter's order; only while
-    # there is real work left for the worker, since the practice is for that work. Where
-    # the study gates on them (a qualification), only those who pass go on.
-    training = session.scalar(
-        select(Item)
-        .where(Item.study_id == study.id, Item.kind == ItemKind.TRAINING, Item.id.not_in(seen))
-        .order_by(Item.rank, Item.id)
-        .limit(1)
-    )
-    real_left = session.scalar(_open_items(study, seen, category).limit(1)) is not None
-    if training is not None and real_left:
-        training.holders = Item.holders + 1  # every assignment counts, so a return balances
-        return _assign(session, study, worker, training, platform_session)
-    if quality.qualification_due(session, study, standing) == Qualification.FAILED:
-        raise NoWorkLeft(NO_MORE_FOR_YOU)
-    item: Item | None = None
-    served, attention_served = session.execute(
+    def counter(self, session: Session) -> dict[str, int]:
+        return item_counter(session, self.assignment, self.done, self.open_before,
+                            self.served_now, self.platform_session)  # fmt: skip
+
+
+@dataclass
+class _Context:
+    """Everything serving decides on, read in one statement (the worker's row locked)."""
+
+    worker: Worker
+    standing: StudyWorker | None
+    open_assignment: Assignment | None
+    blocked: bool
+    served: int
+    attention_served: int
+    training_id: int | None
+    real_left: bool
+    done: int
+    open_before: int
+
+
+def _context(session: Session, study: Study, worker_id: int, category: str | None) -> _Context:
+    """The worker (locked: their requests for work queue up), their QC standing, open
+    assignment and block, how many items they were served (attention checks apart), the
+    next practice item, whether real work is left, and the counts of "item i of n"."""
+    seen = select(Assignment.item_id).where(Assignment.worker_id == worker_id)
+    # The open assignment is joined under an alias, so the subqueries below, which read the
+    # assignments table, are not correlated with it.
+    opened = aliased(Assignment, name="open_assignment")
+    served = (
         select(
             func.count(Assignment.id),
             func.count(Assignment.id).filter(Item.kind == ItemKind.ATTENTION),
         )
         .join(Item, Item.id == Assignment.item_id)
         .where(
-            Assignment.worker_id == worker.id,
+            Assignment.worker_id == worker_id,
             Assignment.study_id == study.id,
             Item.kind != ItemKind.TRAINING,
         )
-    ).one()
+        .subquery()
+    )
+    training = (
+        select(Item.id)
+        .where(Item.study_id == study.id, Item.kind == ItemKind.TRAINING, Item.id.not_in(seen))
+        .order_by(Item.rank, Item.id)
+        .limit(1)
+        .scalar_subquery()
+    )
+    blocked = (
+        select(WorkerBlock.id)
+        .where(WorkerBlock.experimenter_id == study.experimenter_id,
+               WorkerBlock.worker_id == worker_id)
+        .exists()
+    )  # fmt: skip
+    real_left = open_items(study, seen, category).exists()
+    done, open_real, open_extra = count_columns(study, worker_id, seen, category)
+    row = session.execute(
+        select(
+            Worker, StudyWorker, opened, blocked, served.c[0], served.c[1], training, real_left,
+            done, open_real, open_extra,
+        )  # fmt: skip
+        .select_from(Worker)
+        .join(served, true())
+        .outerjoin(StudyWorker,
+                   and_(StudyWorker.study_id == study.id, StudyWorker.worker_id == Worker.id))
+        .outerjoin(opened, and_(opened.worker_id == Worker.id, opened.study_id == study.id,
+                                opened.state == AssignmentState.ASSIGNED))
+        .where(Worker.id == worker_id)
+        .options(joinedload(opened.item))  # the page shows the open item
+        .limit(1)
+        .with_for_update(of=Worker)
+    ).first()  # fmt: skip
+    if row is None:
+        raise NotFound("unknown worker: join again to get a new worker token")
+    return _Context(
+        worker=row[0], standing=row[1], open_assignment=row[2], blocked=bool(row[3]),
+        served=int(row[4] or 0), attention_served=int(row[5] or 0), training_id=row[6],
+        real_left=bool(row[7]), done=int(row[8] or 0),
+        open_before=int(row[9] or 0) + int(row[10] or 0),
+    )  # fmt: skip
+
+
+def next_assignment(
+    session: Session,
+    study: Study,
+    worker_id: int,
+    category: str | None = None,
+    platform_session: PlatformSession | None = None,
+) -> Served:
+    """The worker's open assignment in this study, or a new one; raises NoWorkLeft.
+
+    On a crowd platform's page the work is counted in the platform's session (an MTurk
+    assignment), which ends after its number of items (SessionComplete).
+
+    A new item costs three statements in the usual case: what serving decides on (with the
+    worker's row locked), the item taken (its holder counter raised in the same statement)
+    and the assignment.
+    """
+    if study.status != StudyStatus.PUBLISHED:
+        raise StudyNotOpen(f"study {study.id} is {study.status}, not open for work")
+    ctx = _context(session, study, worker_id, category)
+    worker = ctx.worker
+    if worker.status == WorkerStatus.BLOCKED:
+        raise PermissionDenied("this worker account is blocked from our studies")
+    if worker.provider not in study.providers:
+        raise StudyNotOpen(f"study {study.id} is not published to {worker.provider} workers")
+
+    def served(assignment: Assignment, now: bool) -> Served:
+        return Served(assignment, ctx.done, ctx.open_before, now, platform_session)
+
+    open_assignment = ctx.open_assignment
+    if platform_session is not None:
+        if platform_session.study_id != study.id or platform_session.worker_id != worker.id:
+            raise PermissionDenied("this platform session belongs to another study or worker")
+        if platform_session.state != SessionState.OPEN:
+            raise SessionComplete(f"this session is {platform_session.state}: nothing more to do")
+        if open_assignment is not None and open_assignment.platform_session_id in (
+            None, platform_session.id,
+        ):  # fmt: skip
+            open_assignment.platform_session_id = platform_session.id
+            return served(open_assignment, False)
+        if platform_session.items_done >= platform_items(session, platform_session):
+            raise SessionComplete(SESSION_DONE)
+        if open_assignment is not None:
+            # An item left open in another session of the worker (another HIT of the study)
+            # goes on in this one: one open item per worker and study, counted once.
+            open_assignment.platform_session_id = platform_session.id
+            return served(open_assignment, False)
+    elif open_assignment is not None:
+        return served(open_assignment, False)
+    if ctx.blocked:
+        raise PermissionDenied("this worker account is blocked from these studies")
+    standing = ctx.standing
+    if standing is None or (
+        standing.qualification is None and study_qc(study).qualification is not None
+    ):
+        # Created on first use; locked where the qualification gate may write to it.
+        standing = quality.standing(session, study.id, worker.id)
+    if standing.serving == Serving.STOPPED:
+        raise NoWorkLeft(NO_MORE_FOR_YOU)
+
+    # Training examples come first, all of them, in the experimenter's order; only while
+    # there is real work left for the worker, since the practice is for that work. Where
+    # the study gates on them (a qualification), only those who pass go on.
+    if ctx.training_id is not None and ctx.real_left:
+        # Every assignment counts, so a return balances.
+        practice = _take(session, select(Item.id).where(Item.id == ctx.training_id))
+        if practice is not None:
+            return served(_assign(session, study, worker, practice, platform_session), True)
+    if quality.qualification_due(session, study, standing) == Qualification.FAILED:
+        raise NoWorkLeft(NO_MORE_FOR_YOU)
+    seen = select(Assignment.item_id).where(Assignment.worker_id == worker.id)
+    item: Item | None = None
     rate = float(study.config.get("attention_rate", 0.0))
-    if attention_due(rate, served, attention_served, standing.attention_phase) or (
+    if attention_due(rate, ctx.served, ctx.attention_served, standing.attention_phase) or (
         rate > 0 and doubt_check_due(standing)
     ):
-        item = session.scalar(
+        item = _take(
+            session,
             quality.in_category(
-                select(Item).where(
+                select(Item.id).where(
                     Item.study_id == study.id,
                     Item.kind == ItemKind.ATTENTION,
                     Item.id.not_in(seen),
@@ -203,17 +286,28 @@ def next_assignment(
                 category,
             )
             .order_by(func.random())
-            .limit(1)
+            .limit(1),
         )
-    if item is None and real_left:  # gold checks the worker's real work: none, no gold
-        item = quality.pick_gold(session, study, standing, seen, category)
-    if item is None:
-        item = _claim_real_item(session, study, worker, seen, category)
-    else:
-        item.holders = Item.holders + 1  # attention and gold items count too
+    if item is None and ctx.real_left:  # gold checks the worker's real work: none, no gold
+        gold = quality.gold_pick(session, study, standing, seen, category)
+        if gold is not None:
+            item = _take(session, gold)
+    if item is None and ctx.real_left:
+        item = _claim_real_item(session, study, seen, category)
     if item is None:
         raise NoWorkLeft(NO_MORE_FOR_YOU)
-    return _assign(session, study, worker, item, platform_session)
+    return served(_assign(session, study, worker, item, platform_session), True)
+
+
+def _take(session: Session, pick: Select[Any]) -> Item | None:
+    """The item `pick` selects (one id), its holder counter raised: one statement."""
+    return session.scalars(
+        update(Item)
+        .where(Item.id == pick.scalar_subquery())
+        .values(holders=Item.holders + 1)
+        .returning(Item),
+        execution_options={"synchronize_session": False, "populate_existing": True},
+    ).first()
 
 
 def _assign(
@@ -239,54 +333,26 @@ def _assign(
     return assignment
 
 
-def _open_items(study: Study, seen: Any, category: str | None) -> Select[Any]:
-    """The ids of real items under their target that the worker has not seen.
-
-    Gold items are not among them: they are served at each worker's gold rate, to any number
-    of workers (see quality.pick_gold).
-    """
-    default_target = int(study.config.get("annotations_per_item", 1))
-    query = select(Item.id).where(
-        Item.study_id == study.id,
-        Item.kind == ItemKind.REAL,
-        Item.holders < func.coalesce(Item.target, default_target),
-        Item.id.not_in(seen),
-    )
-    if category:
-        query = query.where(Item.category == category)
-    return query
-
-
 def _claim_real_item(
-    session: Session, study: Study, worker: Worker, seen: Any, category: str | None
+    session: Session, study: Study, seen: Any, category: str | None
 ) -> Item | None:
-    """Lock and take a slot of an item under its target, preferring items already started."""
-    default_target = int(study.config.get("annotations_per_item", 1))
-    query = _open_items(study, seen, category)
+    """Take a slot of an item under its target, preferring items already started: the item
+    is picked, locked and its holder counter raised in one statement."""
     # Lower ranks first (one group after another); within a rank, items that have some
     # annotations come first, so items get finished; then by id or at random.
     shuffle = get_hit_type(study.hit_type).shuffle_items(study.config)
-    query = query.order_by(
-        Item.rank, Item.holders.desc(), func.random() if shuffle else Item.id
-    ).limit(CANDIDATES_PER_TRY)
-    for _attempt in range(3):  # the candidates may fill up under us: look again
-        candidates = session.scalars(query).all()
-        if not candidates:
-            return None
-        # First pass skips items other requests hold locked, so concurrent workers spread
-        # out; the second waits for them, so nobody hears "nothing left" while items are busy.
-        for skip_locked in (True, False):
-            for item_id in candidates:
-                locked = session.scalar(
-                    select(Item)
-                    .where(Item.id == item_id)
-                    .with_for_update(skip_locked=skip_locked)
-                    .execution_options(populate_existing=True)
-                )
-                limit = default_target if locked is None or locked.target is None else locked.target
-                if locked is not None and locked.holders < limit:
-                    locked.holders = Item.holders + 1  # atomic in SQL
-                    return locked
+    pick = (
+        open_items(study, seen, category)
+        .order_by(Item.rank, Item.holders.desc(), func.random() if shuffle else Item.id)
+        .limit(1)
+    )
+    # First skip items other requests hold locked (PostgreSQL), so concurrent workers spread
+    # out; then wait for them, so nobody hears "nothing left" while items are busy. The lock
+    # re-reads a waited-for item, which is passed over if it filled up meanwhile.
+    for skip_locked in (True, False):
+        item = _take(session, pick.with_for_update(skip_locked=skip_locked))
+        if item is not None:
+            return item
     return None
 
 
@@ -447,14 +513,6 @@ def store_response(
         )
     )
     return response
-
-
-def platform_items(session: Session, platform_session: PlatformSession) -> int:
-    """How many items one platform session (an MTurk HIT, a Prolific place) covers."""
-    task = session.get(RemoteTask, platform_session.remote_task_id)
-    publication = session.get(Publication, task.publication_id) if task is not None else None
-    value = publication.options.get("items_per_session") if publication is not None else None
-    return int(value) if value else DEFAULT_ITEMS_PER_SESSION
 
 
 def explain(

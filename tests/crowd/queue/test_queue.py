@@ -134,14 +134,14 @@ def test_a_burst_of_answers_the_queue_is_behind_on_is_refreshed_once(
     who = join(client, auth)
     for _ in range(3):
         play(client, who, study_id, guess=2)
-    refreshed: list[int] = []
-    real_refresh = quality_standing.refresh_standing
+    refreshed: list[list[int]] = []
+    real_refresh = quality_standing.refresh_standings
 
-    def counting(session: Any, study: Any, worker_id: int) -> Any:
-        refreshed.append(worker_id)
-        return real_refresh(session, study, worker_id)
+    def counting(session: Any, study: Any, worker_ids: list[int]) -> Any:
+        refreshed.append(list(worker_ids))
+        return real_refresh(session, study, worker_ids)
 
-    monkeypatch.setattr(quality_standing, "refresh_standing", counting)
+    monkeypatch.setattr(quality_standing, "refresh_standings", counting)
     configure(settings)
     with db.session() as session:
         events = session.execute(select(OutboxEvent.id, OutboxEvent.topic)).all()
@@ -156,6 +156,47 @@ def test_a_burst_of_answers_the_queue_is_behind_on_is_refreshed_once(
         last = session.scalar(select(func.max(Response.id)))
     assert worker.stats[str(study_id)]["responses"] == 3
     assert standing.evidence["responses"] == 3 and standing.refreshed_through == last
+
+
+def test_one_refresh_reads_every_worker_the_queue_is_behind_on(
+    settings: Settings,
+    client: Any,
+    auth: dict[str, str],
+    make_study: Any,
+    db: Database,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Three workers answer before the queue gets to any: the first event's refresh judges
+    all three (the crowd fitted once), so the other two answers' events skip theirs, and
+    each worker's standing counts their answer."""
+    study_id = make_study([passage(f"p{i}", 2, n=3) for i in range(3)],
+                          {"annotations_per_item": 1, "attention_rate": 0.0})  # fmt: skip
+    for name in ("ann", "bob", "cy"):
+        play(client, join(client, auth, external_id=name), study_id, guess=2)
+    refreshed: list[list[int]] = []
+    real_refresh = quality_standing.refresh_standings
+
+    def counting(session: Any, study: Any, worker_ids: list[int]) -> Any:
+        refreshed.append(list(worker_ids))
+        return real_refresh(session, study, worker_ids)
+
+    monkeypatch.setattr(quality_standing, "refresh_standings", counting)
+    configure(settings)
+    with db.session() as session:
+        stored = session.scalars(
+            select(OutboxEvent.id).where(OutboxEvent.topic == RESPONSE_STORED)
+        ).all()
+        workers = session.scalars(select(Worker.id).order_by(Worker.id)).all()
+    for event_id in stored:
+        assert process_event(event_id).startswith("processed")
+    assert refreshed == [workers]  # the first answer's worker first, then the others
+    with db.session() as session:
+        marks = dict(session.execute(select(StudyWorker.worker_id,
+                                            StudyWorker.refreshed_through)).all())  # fmt: skip
+        latest = dict(session.execute(select(Response.worker_id, Response.id)).all())
+        standings = session.scalars(select(StudyWorker)).all()
+    assert marks == latest
+    assert all(row.evidence["responses"] == 1 for row in standings)
 
 
 def test_embedded_redis_starts_and_stops_cleanly(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import event, select
 
-from crowd.storage import Assignment, Database, OutboxEvent, Response, Worker
+from crowd.storage import Assignment, Database, Item, OutboxEvent, Response, Worker
 from crowd.work import assignments as work
 from tests.conftest import join, passage
 
@@ -28,6 +28,15 @@ def verb_and_table(statement: str) -> str:
     if words[0] == "SELECT":
         return f"SELECT {words[words.index('FROM') + 1]}"
     return f"{words[0]} {words[1] if words[0] == 'UPDATE' else words[2]}"
+
+
+def first_table(statement: str) -> str:
+    """As verb_and_table, but a SELECT is named by the table of its first column: the one
+    that decides what to serve reads other tables in subqueries among its columns."""
+    words = statement.split()
+    if words[0] == "SELECT":
+        return f"SELECT {words[1].split('.')[0]}"
+    return verb_and_table(statement)
 
 
 @pytest.fixture
@@ -124,3 +133,48 @@ def test_a_repeat_that_waited_on_the_lock_sees_the_answer_stored_meanwhile(
     with db.session() as session:
         assert len(session.scalars(select(Response)).all()) == 1
         assert len(session.scalars(select(OutboxEvent)).all()) == 1
+
+
+def test_a_boundary_answer_is_at_most_ten_statements_next_among_them_four(
+    client: FlaskClient,
+    auth: dict[str, str],
+    make_study: Any,
+    db: Database,
+    statements: list[str],
+) -> None:
+    """The three requests of one answer, once the worker's QC standing is there (the queue's
+    refresh after their first answer writes it): next is the study, what serving decides on
+    (the worker locked), the item taken and the assignment."""
+    from crowd.quality.standing import standing
+
+    items = [passage(f"p{i}", 1, n=2) for i in range(4)]
+    study_id = make_study(items, {"annotations_per_item": 1, "attention_rate": 0.0})
+    who = join(client, auth, external_id="ada")
+    with db.session() as session:
+        worker_id = session.scalars(select(Worker.id)).one()
+        standing(session, study_id, worker_id).evidence = {"gold_rate": 0.0}
+    counters = []
+    for n in range(3):
+        statements.clear()
+        view = client.post(f"/api/work/studies/{study_id}/next", json={}, headers=who).get_json()
+        served = [first_table(s) for s in statements]
+        assert served == ["SELECT studies", "SELECT workers", "UPDATE items",
+                          "INSERT assignments"], statements  # fmt: skip
+        assert "FROM items" in statements[2]  # the pick is inside the update
+        counters.append((view["item_number"], view["items_total"]))
+        # The open assignment again: the study and the same one statement, nothing written.
+        statements.clear()
+        again = client.post(f"/api/work/studies/{study_id}/next", json={}, headers=who)
+        assert again.get_json()["assignment_id"] == view["assignment_id"]
+        assert [first_table(s) for s in statements] == ["SELECT studies", "SELECT workers"]
+        assert (again.get_json()["item_number"], again.get_json()["items_total"]) == counters[-1]
+        path = f"/api/work/assignments/{view['assignment_id']}/step"
+        client.post(path, json={"step": 0, "choice": "human"}, headers=who)
+        stepped = len(statements)
+        client.post(path, json={"step": 1, "choice": "machine"}, headers=who)
+        assert len(served) + len(statements) - 2 <= 10, n  # less the repeated next's two
+        assert stepped - 2 == 2
+    assert counters == [(1, 4), (2, 4), (3, 4)]
+    with db.session() as session:
+        holders = session.scalars(select(Item.holders).order_by(Item.id)).all()
+        assert holders == [1, 1, 1, 0]
