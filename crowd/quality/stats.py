@@ -42,30 +42,34 @@ def refresh_after_response(session: Session, response_id: int) -> None:
     # it is committed too (a worker has one open assignment in a study at a time, so their
     # answers are stored one after another), so the refresh below reads them all (it may
     # read later ones too; those are refreshed again by their own events).
-    latest = unread(session, study_id)
-    latest.setdefault(worker_id, response_id)  # an explanation of an answer already read
-    others = sorted(w for w in latest if w != worker_id)[: quality.WORKERS_PER_PASS - 1]
+    pending = unread(session, study_id)
+    others = sorted(w for w in pending if w != worker_id)[: quality.WORKERS_PER_PASS - 1]
     ids = [worker_id, *others]
     refresh_workers(session, ids, study_id)
     # QC rules act on the workers' evidence here, off the request path (SPEC 4).
     rows = quality.refresh_standings(session, response.item.study, ids)
     for refreshed in ids:
-        row = rows[refreshed]
-        row.refreshed_through = max(row.refreshed_through or 0, latest[refreshed])
+        if refreshed not in pending:
+            continue  # nothing of theirs unread (an imported rater's answer): no mark to move
+        row, (latest, mark) = rows[refreshed], pending[refreshed]
+        # An explanation stored after the read moved the mark back (crowd.work's explain):
+        # then its own event refreshes, and this one leaves the mark where it is.
+        if row.refreshed_through == mark:
+            row.refreshed_through = max(mark or 0, latest)
 
 
-def unread(session: Session, study_id: int) -> dict[int, int]:
-    """Live workers of the study with an answer after their refresh mark, and their latest
-    (imported raters are refreshed by their import's events)."""
+def unread(session: Session, study_id: int) -> dict[int, tuple[int, int | None]]:
+    """Live workers of the study with an answer after their refresh mark: their latest answer
+    and the mark (imported raters are refreshed by their import's events)."""
     mark = (
         select(StudyWorker.refreshed_through)
         .where(StudyWorker.study_id == study_id, StudyWorker.worker_id == Response.worker_id)
         .scalar_subquery()
     )
     return {
-        int(worker_id): int(latest)
-        for worker_id, latest in session.execute(
-            select(Response.worker_id, func.max(Response.id))
+        int(worker_id): (int(latest), None if seen is None else int(seen))
+        for worker_id, latest, seen in session.execute(
+            select(Response.worker_id, func.max(Response.id), mark)
             .where(Response.study_id == study_id, Response.source == ResponseSource.LIVE)
             .group_by(Response.worker_id)
             .having(func.max(Response.id) > func.coalesce(mark, 0))
@@ -128,13 +132,13 @@ def _store(
 def refresh_after_answer(session: Session, event: Event) -> None:
     """An answer (or its explanation) was stored: the worker's numbers and QC standing.
 
-    A stored answer that an earlier event's refresh already read (the queue was behind: the
-    worker answered again before it got to the first) is not refreshed again, so a burst of
-    answers costs one refresh, and no decision waits for it. An explanation is always
-    refreshed: it may come after the answer was read.
+    An answer or explanation that an earlier event's refresh already read (the queue was
+    behind: the worker, or others, answered again before it got to the first) is not
+    refreshed again, so a burst of answers costs one refresh, and no decision waits for it.
+    An explanation stored after its answer was read moves the mark back, so it is read.
     """
     response_id = int(event.payload["response_id"])
-    if event.topic == RESPONSE_STORED and covered(session, response_id):
+    if covered(session, response_id):
         return
     refresh_after_response(session, response_id)
 

@@ -543,7 +543,18 @@ def explain(
     response.reasons = reasons
     response.explained_at = now
     response.events = [*response.events, {"type": "explanation", "at": now.isoformat()}]
-    # The explanation brings its own QC signals (pasted or inhumanly fast text).
+    # The explanation brings its own QC signals (pasted or inhumanly fast text). A refresh
+    # that read the answer before now did not read this: the worker's refresh mark goes back
+    # to before it (crowd.quality.stats), so the event's refresh is not skipped.
+    session.execute(
+        update(StudyWorker)
+        .where(
+            StudyWorker.study_id == response.study_id,
+            StudyWorker.worker_id == response.worker_id,
+            StudyWorker.refreshed_through >= response.id,
+        )
+        .values(refreshed_through=response.id - 1)
+    )
     session.add(
         OutboxEvent(
             topic=RESPONSE_EXPLAINED,
