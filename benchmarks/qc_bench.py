@@ -140,7 +140,7 @@ def run_scenario(
             ).all()
         }
         answered = _answered(session)
-        out = detection(result.workers, excluded_by, answered)
+        out = detection(result.workers, excluded_by, answered, _stops(session, study_id))
         if args.dump:
             dump_workers(Path(args.dump), f"{hit_type}-{mix_name}-{redundancy}-{args.seed}",
                          session, study_id, result.workers, answered)  # fmt: skip
@@ -242,10 +242,22 @@ def without_qc(path: Path, study_id: int, redundancy: int) -> dict[str, dict[str
 
 
 def detection(
-    kinds: dict[str, str], excluded_by: dict[str, str], answered: dict[str, int]
+    kinds: dict[str, str],
+    excluded_by: dict[str, str],
+    answered: dict[str, int],
+    stops: dict[str, tuple[int | None, int]] | None = None,
 ) -> dict[str, Any]:
     """Precision, recall per kind and items before the stop, from who was excluded (and by
-    which rule)."""
+    which rule).
+
+    Items before the stop are the answers the deciding QC refresh read (`stops`: per worker,
+    the answers the first stop's refresh read and those stored by the time it acted), the
+    evidence QC needed; the answers stored meanwhile are the queue's lag, counted apart
+    ("lag"). The simulated crowd answers far faster than people (a round of 40 answers in a
+    second or two), so the lag here is the queue's, not QC's; without a record of the stop,
+    every answer counts.
+    """
+    stops = stops or {}
     excluded = set(excluded_by)
     bad = {ext for ext, kind in kinds.items() if kind in BAD}
     judged = {ext for ext, kind in kinds.items() if kind != "noisy"}
@@ -257,11 +269,15 @@ def detection(
     for kind in (*BAD, *GOOD):
         members = {ext for ext, k in kinds.items() if k == kind}
         caught = members & excluded
-        before = [answered.get(ext, 0) - (DRIFT_AFTER if kind == "drifter" else 0)
-                  for ext in caught]  # fmt: skip
+        read: dict[str, int] = {}
+        for ext in caught:
+            seen = stops.get(ext, (None, 0))[0]
+            read[ext] = answered.get(ext, 0) if seen is None else seen
+        before = [read[ext] - (DRIFT_AFTER if kind == "drifter" else 0) for ext in caught]
+        lag = [max(stops[ext][1] - read[ext], 0) for ext in caught if ext in stops]
         rules = sorted(str(excluded_by[ext]).removeprefix("rule:") for ext in caught)
         out["kinds"][kind] = {"n": len(members), "excluded": len(caught), "before_stop": before,
-                              "rules": rules}  # fmt: skip
+                              "lag": lag, "rules": rules}  # fmt: skip
     return out
 
 
@@ -275,6 +291,30 @@ def _answered(session: Any) -> dict[str, int]:
         .group_by(Worker.external_id)
     ).all()
     return {external_id: int(n) for external_id, n in rows}
+
+
+def _stops(session: Any, study_id: int) -> dict[str, tuple[int | None, int]]:
+    """Per worker QC stopped: the answers the first stop's refresh read (its audit entry's
+    answers_read) and the answers (training apart) stored by the time it acted."""
+    out: dict[str, tuple[int | None, int]] = {}
+    entries = session.execute(
+        select(Worker.external_id, AuditEntry)
+        .join(Worker, Worker.id == AuditEntry.worker_id)
+        .where(AuditEntry.study_id == study_id, AuditEntry.action.in_(("soft_block", "stop")))
+        .order_by(AuditEntry.at, AuditEntry.id)
+    ).all()
+    for ext, entry in entries:
+        if ext in out:
+            continue
+        stored = session.scalar(
+            select(func.count(Response.id))
+            .join(Item, Item.id == Response.item_id)
+            .where(Response.worker_id == entry.worker_id, Response.created_at <= entry.at,
+                   Item.kind != ItemKind.TRAINING)
+        )  # fmt: skip
+        read = (entry.details or {}).get("answers_read")
+        out[ext] = (None if read is None else int(read), int(stored or 0))
+    return out
 
 
 def _share(part: int, whole: int) -> float | None:
@@ -301,16 +341,20 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     kinds: dict[str, dict[str, Any]] = {}
     for run in runs:
         for kind, data in run["kinds"].items():
-            acc = kinds.setdefault(kind, {"n": 0, "excluded": 0, "before_stop": [], "rules": []})
+            acc = kinds.setdefault(kind, {"n": 0, "excluded": 0, "before_stop": [], "lag": [],
+                                          "rules": []})  # fmt: skip
             acc["n"] += data["n"]
             acc["excluded"] += data["excluded"]
             acc["before_stop"] += data["before_stop"]
+            acc["lag"] += data.get("lag", [])
             acc["rules"] += data["rules"]
     out["kinds"] = kinds
     caught_bad = sum(kinds[k]["excluded"] for k in BAD)
     out["precision"] = _share(caught_bad, caught_bad + kinds["careful"]["excluded"])
     caught = [n for kind in BAD for n in kinds[kind]["before_stop"]]
     out["before_stop_median"] = statistics.median(caught) if caught else None
+    lags = [n for kind in BAD for n in kinds[kind]["lag"]]
+    out["lag_median"] = statistics.median(lags) if lags else None
     for key in ("accuracy_all", "accuracy_filtered"):
         methods = sorted({m for run in runs for m in run[key]})
         out[key] = {
@@ -372,12 +416,14 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
         f"{args.seed}); exclusions are summed over runs. Precision: bad workers among the "
         "bad and careful workers excluded (noisy workers, who read but err often, are neither: "
         "their exclusions have a column of their own). Recall cells: excluded / workers of "
-        "the kind. Items before stop: median over the bad workers excluded (a drifter's "
-        "counted from its drift).",
+        "the kind. Items before stop: median over the bad workers excluded of the answers "
+        "the QC refresh that stopped them had read (a drifter's counted from its drift); "
+        "queue lag: median of the answers they stored meanwhile (the simulated crowd answers "
+        "a round of 40 items in a second or two, people take minutes).",
         "",
         "| HIT type | mix | answers per item | precision | " + " | ".join(BAD)
-        + " | careful excluded | noisy excluded | items before stop |",
-        "|---|---|---|---|" + "---|" * len(BAD) + "---|---|---|",
+        + " | careful excluded | noisy excluded | items before stop | queue lag |",
+        "|---|---|---|---|" + "---|" * len(BAD) + "---|---|---|---|",
     ]  # fmt: skip
     for r in results:
         kinds = r["kinds"]
@@ -387,7 +433,7 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
             + " | ".join(cells)
             + f" | {kinds['careful']['excluded']}/{kinds['careful']['n']}"
             f" | {kinds['noisy']['excluded']}/{kinds['noisy']['n']}"
-            f" | {_count(r['before_stop_median'])} |"
+            f" | {_count(r['before_stop_median'])} | {_count(r.get('lag_median'))} |"
         )
     lines += [
         "",

@@ -488,7 +488,10 @@ def _judge(
         if decision.rule in (row.cleared_rules or []):
             continue  # a person overruled this rule for this worker
         actor = f"rule:{decision.rule}"
-        details = {"evidence": _jsonable(dict(decision.evidence))}
+        # What the rule saw, and how many of the worker's answers it rests on (the queue
+        # may be behind: answers stored since are not among them).
+        details = {"evidence": _jsonable(dict(decision.evidence)),
+                   "answers_read": evidence.get("responses")}  # fmt: skip
         if decision.action == Action.FLAG:
             if decision.rule not in row.flags:
                 row.flags = [*row.flags, decision.rule]
