@@ -65,6 +65,31 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def ratios(rows: list[Row]) -> list[str]:
+    """Per engine, crowd's requests/s and answers/s over the floor's, each arm's rounds
+    pooled (their requests over their seconds)."""
+    pooled: dict[tuple[str, str], list[float]] = {}
+    for row in rows:
+        arm, _, rest = row.name.partition(", ")
+        engine = rest.split(" (")[0]
+        got = pooled.setdefault((arm, engine), [0.0, 0.0, 0.0])
+        got[0] += row.result.requests
+        got[1] += row.result.answers
+        got[2] += row.elapsed
+    lines = []
+    for engine in sorted({engine for arm, engine in pooled if arm == "crowd"}):
+        crowd, floor = pooled.get(("crowd", engine)), pooled.get(("floor", engine))
+        if not crowd or not floor or not floor[0] or not floor[1]:
+            continue
+        rps = (crowd[0] / crowd[2]) / (floor[0] / floor[2])
+        aps = (crowd[1] / crowd[2]) / (floor[1] / floor[2])
+        lines.append(
+            f"- {engine}: crowd {crowd[0] / crowd[2]:.0f} requests/s against the floor's "
+            f"{floor[0] / floor[2]:.0f}: **{rps:.2f}x** (answers/s {aps:.2f}x)"
+        )
+    return lines
+
+
 def cpu_model() -> str:
     with contextlib.suppress(OSError):
         text = Path("/proc/cpuinfo").read_text()
@@ -93,9 +118,17 @@ def results_block(rows: list[Row], facts: dict[str, str], args: argparse.Namespa
         "",
         table(rows),
         "",
-        "requests/s counts every request; for crowd that is next + reveal step + store step "
-        "per answer, so answers/s is about a third of it. p50/p95 cover every request; the "
-        "store columns cover the step that stores the answer (the only request for bare Flask).",
+        "crowd against the floor (benchmarks/floor_app.py: the same three requests with the "
+        "minimal honest work, same engine settings, gunicorn config and client), the rounds "
+        "of each arm pooled:",
+        "",
+        *ratios(rows),
+        "",
+        "requests/s counts every request; for crowd and the floor that is next + reveal step "
+        "+ store step per answer, so answers/s is about a third of it. p50/p95 cover every "
+        "request; the store columns cover the step that stores the answer (the only request "
+        "for bare Flask). Statements per answer (next, reveal, store): 10 for crowd, counted "
+        "by tests/crowd/work/test_statements.py; 8 for the floor.",
         *([""] + notes if notes else []),
         END_MARK,
     ]
@@ -108,8 +141,9 @@ RESULTS_INTRO = """# Benchmark: answer submission under gunicorn
 (join once, then per item: `POST /api/work/studies/<id>/next`, a reveal step and the step
 that stores the answer) under gunicorn, against a bare Flask endpoint
 (`benchmarks/bare_flask.py`) under the same gunicorn settings, on SQLite and on PostgreSQL
-with Redis. Run it with `make bench`. The block below is rewritten by each run; text
-outside it is kept.
+with Redis, and against the floor (`benchmarks/floor_app.py`): the same requests with the
+minimal honest work, interleaved with crowd's runs. Run it with `make bench`. The block
+below is rewritten by each run; text outside it is kept.
 
 """
 

@@ -6,8 +6,11 @@ In one run it measures, under the same gunicorn config (deploy/gunicorn.conf.py)
 same worker and thread counts:
 
 * bare Flask: one JSON POST endpoint (benchmarks/bare_flask.py), the ceiling of the setup;
-* crowd on SQLite and crowd on PostgreSQL, with Redis (so each stored answer also enqueues
-  its RQ job after the commit, as in production).
+* on SQLite and on PostgreSQL, interleaved over --rounds rounds: crowd, with Redis (so each
+  stored answer also enqueues its RQ job after the commit, as in production), and the floor
+  (benchmarks/floor_app.py): the same three requests with the minimal honest work (locks,
+  the response, the assignment's state and the outbox row in one transaction) over crowd's
+  tables and engine settings. The target is crowd at 0.5x the floor's requests/s or more.
 
 For crowd every client thread is a simulated worker (joined over HTTP before the clock
 starts, with its first item already assigned) that answers boundary items of two
@@ -121,6 +124,66 @@ def bench_crowd(
     return Row(name, result, note)
 
 
+def bench_floor(
+    name: str,
+    database_url: str,
+    args: argparse.Namespace,
+    pool: ProcessPoolExecutor,
+    out: Path,
+) -> Row:
+    """The floor (benchmarks/floor_app.py) on a study of its own in the same database, its
+    workers' tokens signed with a secret of this run."""
+    from floor_app import token_for
+
+    print(f"[{name}] preparing {args.items} items ...", flush=True)
+    _key, study_id = prepare_study(database_url, args.items)
+    secret = secrets.token_hex(32)
+    tokens = [token_for(i, secret.encode()) for i in floor_workers(database_url, args.clients)]
+    env = server_env(args.workers, {"CROWD_DATABASE_URL": database_url, "FLOOR_SECRET": secret})
+    with gunicorn("floor_app:app", env, out / "gunicorn.log", "/healthz",
+                  pythonpath=str(BENCH_DIR)) as server:  # fmt: skip
+        if args.warmup > 0:
+            drive(pool, args.client_processes, server.port, "submit", study_id, tokens,
+                  args.warmup, args.max_requests)  # fmt: skip
+        print(f"[{name}] measuring {args.duration:.0f} s ...", flush=True)
+        result = drive(pool, args.client_processes, server.port, "submit", study_id, tokens,
+                       args.duration, args.max_requests)  # fmt: skip
+    note = "first errors: " + " | ".join(result.error_samples[:3]) if result.errors else ""
+    print(f"[{name}] {result.requests} requests, {result.answers} answers", flush=True)
+    return Row(name, result, note)
+
+
+def floor_workers(database_url: str, n: int) -> list[int]:
+    """n new workers for the floor (it has no join endpoint): their ids."""
+    from crowd.storage import Database, Worker
+
+    db = Database(database_url)
+    try:
+        with db.session() as session:
+            workers = [Worker(provider="sim", external_id=f"floor-{secrets.token_hex(6)}")
+                       for _ in range(n)]  # fmt: skip
+            session.add_all(workers)
+            session.flush()
+            return [worker.id for worker in workers]
+    finally:
+        db.dispose()
+
+
+def bench_pair(
+    engine: str, url: str, args: argparse.Namespace, pool: ProcessPoolExecutor
+) -> list[Row]:
+    """crowd and the floor on one engine, interleaved over the rounds (floor first, then
+    crowd first, ...), so that drift in the machine's load falls on both arms alike."""
+    rows = []
+    for round_ in range(1, args.rounds + 1):
+        arms = [("floor", bench_floor), ("crowd", bench_crowd)]
+        for arm, bench in arms if round_ % 2 else arms[::-1]:
+            out = OUT_DIR / f"{engine.lower()}-{arm}-{round_}"
+            out.mkdir()
+            rows.append(bench(f"{arm}, {engine} ({round_})", url, args, pool, out))
+    return rows
+
+
 def bench_bare(args: argparse.Namespace, pool: ProcessPoolExecutor, out: Path) -> Row:
     env = server_env(args.workers, {})
     with gunicorn("bare_flask:app", env, out / "gunicorn.log", "/submit",
@@ -151,7 +214,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=16, help="client threads (sim workers)")
     parser.add_argument("--client-processes", type=int, default=2)
     parser.add_argument("--max-requests", type=int, default=200_000, help="per target")
-    parser.add_argument("--items", type=int, default=20_000, help="passages in each study")
+    parser.add_argument("--items", type=int, default=5_000, help="passages in each study")
+    parser.add_argument("--rounds", type=int, default=2, help="crowd and floor runs per engine")
     parser.add_argument("--workers", type=int, default=default_workers, help="gunicorn workers")
     parser.add_argument("--pg-url", default=DEFAULT_PG)
     parser.add_argument("--redis-url", default=DEFAULT_REDIS)
@@ -194,15 +258,10 @@ def main(argv: list[str] | None = None) -> int:
             (OUT_DIR / "bare").mkdir()
             rows.append(bench_bare(args, pool, OUT_DIR / "bare"))
             if not args.skip_sqlite:
-                out = OUT_DIR / "sqlite"
-                out.mkdir()
-                url = f"sqlite:///{out / 'crowd.db'}"
-                rows.append(bench_crowd("crowd, SQLite", url, args, pool, out))
+                rows += bench_pair("SQLite", f"sqlite:///{OUT_DIR / 'crowd.db'}", args, pool)
             if not args.skip_postgres:
-                out = OUT_DIR / "postgres"
-                out.mkdir()
                 facts["pg"] = reset_postgres(args.pg_url)
-                rows.append(bench_crowd("crowd, PostgreSQL", args.pg_url, args, pool, out))
+                rows += bench_pair("PostgreSQL", args.pg_url, args, pool)
     finally:
         # Leave db 14 empty; an error here must not hide the one that got us here.
         with contextlib.suppress(Exception):
