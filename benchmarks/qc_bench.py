@@ -54,7 +54,16 @@ from crowd.quality import labels  # noqa: E402
 from crowd.quality import standing as quality  # noqa: E402
 from crowd.queue.runner import ensure_redis, run_worker  # noqa: E402
 from crowd.settings import Settings  # noqa: E402
-from crowd.storage import AuditEntry, Database, Item, ItemKind, Response, StudyWorker, Worker  # noqa: E402
+from crowd.storage import (  # noqa: E402
+    AuditEntry,
+    Database,
+    Item,
+    ItemKind,
+    OutboxEvent,
+    Response,
+    StudyWorker,
+    Worker,
+)
 from crowd.studies.lifecycle import create_study, get_study, import_items  # noqa: E402
 from qc.aggregation import label_accuracy  # noqa: E402
 from tasks import load_builtin  # noqa: E402
@@ -118,7 +127,8 @@ def run_scenario(
         with BackgroundServer(settings) as server:
             crowd = BenchCrowd(server.url, api_key, study_id, hit_type, records, mix,
                                seed=args.seed, items_per_worker=args.items)  # fmt: skip
-            result = crowd.run(threads=4)
+            pace = QueuePace(db, args.round_wait)
+            result = crowd.run(threads=4, between_rounds=pace if args.round_wait > 0 else None)
         worker.terminate()
         worker.wait(timeout=60)
         run_worker(settings, burst=True)  # whatever the live worker had not got to yet
@@ -162,10 +172,39 @@ def run_scenario(
     out.update(
         hit_type=hit_type, mix=mix_name, redundancy=redundancy, errors=len(result.errors),
         seconds=round(elapsed, 1), responses=sum(answered.values()),
+        paced=round(pace.waited, 1), pace_timeouts=pace.timeouts,
         excluded_by=dict(sorted(by_rule.items())),
     )  # fmt: skip
     db.dispose()
     return out
+
+
+class QueuePace:
+    """Between the crowd's rounds, wait (at most `limit` seconds) until the live `crowd
+    worker` has processed every outbox event: people answer an item in tens of seconds, so
+    the queue reads each answer before the next; the simulated crowd answers a round of 40
+    in a second or two, and on 2 cores shared with the web server and the crowd the queue
+    falls behind it. Waiting keeps the stop where QC's evidence puts it; `waited` and
+    `timeouts` say what it cost."""
+
+    def __init__(self, db: Database, limit: float) -> None:
+        self.db, self.limit = db, limit
+        self.waited, self.timeouts = 0.0, 0
+
+    def __call__(self) -> None:
+        began = time.perf_counter()
+        while True:
+            with self.db.session() as session:
+                left = session.scalar(
+                    select(func.count(OutboxEvent.id)).where(OutboxEvent.processed_at.is_(None))
+                )
+            if not left:
+                break
+            if time.perf_counter() - began > self.limit:
+                self.timeouts += 1
+                break
+            time.sleep(0.1)
+        self.waited += time.perf_counter() - began
 
 
 def dump_workers(
@@ -367,8 +406,8 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
         for rule, n in run["excluded_by"].items():
             rules[rule] = rules.get(rule, 0) + n
     out["excluded_by"] = dict(sorted(rules.items()))
-    for key in ("seconds", "responses", "errors"):
-        out[key] = round(sum(run[key] for run in runs), 1)
+    for key in ("seconds", "responses", "errors", "paced", "pace_timeouts"):
+        out[key] = round(sum(run.get(key, 0) for run in runs), 1)
     return out
 
 
@@ -458,7 +497,9 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
         rules = ", ".join(f"{k}: {v}" for k, v in r["excluded_by"].items()) or "none"
         lines.append(
             f"- {r['hit_type']}, {r['mix']}, {r['redundancy']} per item: {rules} "
-            f"({r['responses']} responses, {r['seconds']} s, {r['errors']} errors)"
+            f"({r['responses']} responses, {r['seconds']} s of which {r.get('paced', 0)} s "
+            f"waiting for the queue ({r.get('pace_timeouts', 0)} waits cut short), "
+            f"{r['errors']} errors)"
         )
     lines.append(END)
     return "\n".join(lines)
@@ -497,6 +538,9 @@ def main() -> None:
         help="a --runs-file of earlier runs (same settings) whose rows join this run's table",
     )
     parser.add_argument("--dump", help="folder for each study's per-worker evidence (JSON)")
+    parser.add_argument("--round-wait", type=float, default=30.0,
+                        help="most seconds to wait between rounds for the queue to catch up "
+                             "(0: do not wait)")  # fmt: skip
     parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
     args = parser.parse_args()
     load_builtin()

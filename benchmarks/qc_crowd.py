@@ -527,13 +527,18 @@ class BenchCrowd:
                 with self._errors_lock:
                     self.errors.append(f"{worker.external_id}: {error}")
 
-    def run(self, threads: int = 4) -> BenchResult:
-        """Every worker plays one item per round, until all are done or out of work."""
+    def run(
+        self, threads: int = 4, between_rounds: Callable[[], None] | None = None
+    ) -> BenchResult:
+        """Every worker plays one item per round, until all are done or out of work;
+        `between_rounds` is called after each round (to pace the crowd)."""
         with ThreadPoolExecutor(max_workers=threads) as pool:
             for _round in range(self.items_per_worker):
                 list(pool.map(self._turn, self.workers))
                 if all(w.finished or w.items >= self.items_per_worker for w in self.workers):
                     break
+                if between_rounds is not None:
+                    between_rounds()
         return BenchResult(
             workers={w.external_id: w.kind for w in self.workers},
             items_done={w.external_id: w.items for w in self.workers},
