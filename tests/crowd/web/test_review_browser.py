@@ -344,10 +344,12 @@ def test_a_workers_evidence_and_answers_read_as_words(
         trail = audit_rows(page, WORKER_AUDIT)
         rule = next(r for r in trail if r["actor"] == "rule:attention_failed")
         assert rule["action"] == "soft-block"
-        assert rule["details"].splitlines() == [
-            f"attention failed: {failed}",
-            f"attention checks: {checks}",
-        ]
+        *numbers, read = rule["details"].splitlines()
+        assert numbers == [f"attention failed: {failed}", f"attention checks: {checks}"]
+        # How many of the worker's answers the rule's evidence rested on: some of those shown.
+        found = re.fullmatch(r"answers read: (\d+)", read)
+        assert found is not None, read
+        assert checks <= int(found[1]) <= len(cells(page, "#answers tr")) - 1
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", rule["when"])
 
 
