@@ -66,7 +66,7 @@ def next_item(study_id: int) -> Any:
     worker = worker_id()
     with db.engine.begin() as conn:
         locked = conn.execute(
-            select(WORKERS.c.id, ASSIGNMENTS.c.id)
+            select(WORKERS.c.id, ASSIGNMENTS.c.id, ASSIGNMENTS.c.progress)
             .select_from(WORKERS)
             .outerjoin(
                 ASSIGNMENTS,
@@ -80,8 +80,8 @@ def next_item(study_id: int) -> Any:
         ).first()
         if locked is None:
             abort(401)
-        if locked[1] is not None:
-            return jsonify(assignment_id=locked[1], task={"step": 0})
+        if locked[1] is not None:  # the open one, where the worker left it
+            return jsonify(assignment_id=locked[1], task={"step": locked[2]["step"]})
         free = (
             select(ITEMS.c.id)
             .where(ITEMS.c.study_id == study_id, ITEMS.c.kind == "real",

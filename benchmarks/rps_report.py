@@ -128,7 +128,7 @@ def results_block(rows: list[Row], facts: dict[str, str], args: argparse.Namespa
         "+ store step per answer, so answers/s is about a third of it. p50/p95 cover every "
         "request; the store columns cover the step that stores the answer (the only request "
         "for bare Flask). Statements per answer (next, reveal, store): 10 for crowd, counted "
-        "by tests/crowd/work/test_statements.py; 8 for the floor.",
+        "by tests/crowd/work/test_statements.py; 9 for the floor.",
         *([""] + notes if notes else []),
         END_MARK,
     ]

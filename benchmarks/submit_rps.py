@@ -149,7 +149,7 @@ def bench_floor(
         result = drive(pool, args.client_processes, server.port, "submit", study_id, tokens,
                        args.duration, args.max_requests)  # fmt: skip
     note = "first errors: " + " | ".join(result.error_samples[:3]) if result.errors else ""
-    print(f"[{name}] {result.requests} requests, {result.answers} answers", flush=True)
+    print(f"[{name}] {result.requests} requests, {result.answers} answers; {note}", flush=True)
     return Row(name, result, note)
 
 
