@@ -115,6 +115,19 @@ def test_process_event_is_idempotent(
     ]
 
 
+def count_refreshes(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
+    """The workers of each QC refresh pass from now on, in order."""
+    refreshed: list[list[int]] = []
+    real_refresh = quality_standing.refresh_standings
+
+    def counting(session: Any, study: Any, worker_ids: list[int]) -> Any:
+        refreshed.append(list(worker_ids))
+        return real_refresh(session, study, worker_ids)
+
+    monkeypatch.setattr(quality_standing, "refresh_standings", counting)
+    return refreshed
+
+
 @pytest.mark.parametrize("order", ["as stored", "last first"])
 def test_a_burst_of_answers_the_queue_is_behind_on_is_refreshed_once(
     settings: Settings,
@@ -133,14 +146,7 @@ def test_a_burst_of_answers_the_queue_is_behind_on_is_refreshed_once(
     who = join(client, auth)
     for _ in range(3):
         play(client, who, study_id, guess=2)
-    refreshed: list[list[int]] = []
-    real_refresh = quality_standing.refresh_standings
-
-    def counting(session: Any, study: Any, worker_ids: list[int]) -> Any:
-        refreshed.append(list(worker_ids))
-        return real_refresh(session, study, worker_ids)
-
-    monkeypatch.setattr(quality_standing, "refresh_standings", counting)
+    refreshed = count_refreshes(monkeypatch)
     configure(settings)
     with db.session() as session:
         events = session.execute(select(OutboxEvent.id, OutboxEvent.topic)).all()
@@ -213,14 +219,7 @@ def test_one_refresh_reads_every_worker_the_queue_is_behind_on(
                           {"annotations_per_item": 1, "attention_rate": 0.0})  # fmt: skip
     for name in ("ann", "bob", "cy"):
         play(client, join(client, auth, external_id=name), study_id, guess=2)
-    refreshed: list[list[int]] = []
-    real_refresh = quality_standing.refresh_standings
-
-    def counting(session: Any, study: Any, worker_ids: list[int]) -> Any:
-        refreshed.append(list(worker_ids))
-        return real_refresh(session, study, worker_ids)
-
-    monkeypatch.setattr(quality_standing, "refresh_standings", counting)
+    refreshed = count_refreshes(monkeypatch)
     configure(settings)
     with db.session() as session:
         stored = session.scalars(
