@@ -44,7 +44,7 @@ from rps_servers import (  # noqa: E402
     flush_redis,
     gunicorn,
     join_workers,
-    passages,
+    prepare_study,
     reset_postgres,
     server_env,
 )
@@ -62,32 +62,13 @@ DEFAULT_REDIS = "redis://127.0.0.1:6379/13"
 def prepare(database_url: str, n_items: int) -> tuple[str, int]:
     """A published boundary study with QC as people run it: 3 answers per item and an
     attention check in ten; (API key, study id)."""
-    from crowd.accounts import authenticate, create_api_key
-    from crowd.platforms.publishing import open_study
-    from crowd.storage import Database
-    from crowd.studies.lifecycle import create_study, import_items
-    from tasks import load_builtin
-
-    load_builtin()
-    db = Database(database_url)
-    try:
-        db.upgrade()
-        with db.session() as session:
-            key = create_api_key(session, "bench")
-            config = {"annotations_per_item": 3, "attention_rate": 0.1,
-                      "require_explanation": False}  # fmt: skip
-            study = create_study(session, authenticate(session, key), "queue benchmark",
-                                 "boundary", config)  # fmt: skip
-            checks = [
-                {"id": f"check-{i}", "kind": "attention", "boundary": 2,
-                 "sentences": [f"Check {i}: please answer human.", "Human again."]}
-                for i in range(30)
-            ]  # fmt: skip
-            import_items(session, study, passages(n_items) + checks)
-            open_study(session, study, ["sim"])
-            return key, study.id
-    finally:
-        db.dispose()
+    config = {"annotations_per_item": 3, "attention_rate": 0.1, "require_explanation": False}
+    checks = [
+        {"id": f"check-{i}", "kind": "attention", "boundary": 2,
+         "sentences": [f"Check {i}: please answer human.", "Human again."]}
+        for i in range(30)
+    ]  # fmt: skip
+    return prepare_study(database_url, n_items, config, checks)
 
 
 def outbox_counts(database_url: str) -> tuple[int, int]:

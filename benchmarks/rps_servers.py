@@ -148,8 +148,14 @@ def reset_postgres(url: str) -> str:
     return version
 
 
-def prepare_study(database_url: str, n_items: int) -> tuple[str, int]:
-    """Migrate, then create an API key and a published boundary study; (key, study id)."""
+def prepare_study(
+    database_url: str,
+    n_items: int,
+    config: dict[str, Any] | None = None,
+    extra: list[dict[str, Any]] | None = None,
+) -> tuple[str, int]:
+    """Migrate, then create an API key and a published boundary study of n_items passages
+    (and `extra` items), with `config` or the one below; (key, study id)."""
     from crowd.accounts import authenticate, create_api_key
     from crowd.platforms.publishing import open_study
     from crowd.storage import Database
@@ -165,13 +171,13 @@ def prepare_study(database_url: str, n_items: int) -> tuple[str, int]:
             experimenter = authenticate(session, key)
             # One answer per item, no attention checks, no explanation step: each item is
             # exactly next + reveal + store.
-            config: dict[str, Any] = {
+            config = config or {
                 "annotations_per_item": 1,
                 "attention_rate": 0.0,
                 "require_explanation": False,
             }
-            study = create_study(session, experimenter, "submit benchmark", "boundary", config)
-            import_items(session, study, passages(n_items))
+            study = create_study(session, experimenter, "benchmark", "boundary", config)
+            import_items(session, study, passages(n_items) + (extra or []))
             open_study(session, study, ["sim"])
             return key, study.id
     finally:

@@ -266,6 +266,20 @@ def test_concurrent_requests_never_overfill_an_item(
     assert all(count == 1 for _worker, count in per_worker)
 
 
+def answer_machine_at_one(client: FlaskClient, who: dict[str, str], study_id: int) -> bool:
+    """Take the next item and answer "machine" at sentence 1 (wrong for an attention check),
+    then explain; whether the item was an attention check (its text starts "att")."""
+    view = start(client, who, study_id)
+    check = view["task"]["sentences"][0].startswith("att")
+    view = step(client, who, step(client, who, view, "human").get_json(), "machine").get_json()
+    client.post(
+        f"/api/work/assignments/{view['assignment_id']}/explanation",
+        json={"reasons": ["other"]},
+        headers=who,
+    )
+    return bool(check)
+
+
 def test_attention_checks_are_paced_and_scored(
     client: FlaskClient, auth: dict[str, str], make_study: Any, db: Database
 ) -> None:
@@ -275,15 +289,7 @@ def test_attention_checks_are_paced_and_scored(
     who = join(client, auth)
     kinds = []
     for _ in range(20):
-        view = start(client, who, study_id)
-        kinds.append(view["task"]["sentences"][0].startswith("att"))
-        # Answer "machine" at sentence 1: wrong for an attention check.
-        view = step(client, who, step(client, who, view, "human").get_json(), "machine").get_json()
-        client.post(
-            f"/api/work/assignments/{view['assignment_id']}/explanation",
-            json={"reasons": ["other"]},
-            headers=who,
-        )
+        kinds.append(answer_machine_at_one(client, who, study_id))
     assert sum(kinds) == 2  # one per ten items
     with db.session() as session:
         flags = [r.qc_flags for r in session.scalars(select(Response))]
@@ -314,14 +320,7 @@ def test_a_worker_qc_doubts_meets_extra_attention_checks(
         row.evidence = {"stopped_reading_prob": 0.99, "check_rate": 1.0}
     kinds = []
     for _ in range(6):
-        view = start(client, who, study_id)
-        kinds.append(view["task"]["sentences"][0].startswith("att"))
-        view = step(client, who, step(client, who, view, "human").get_json(), "machine").get_json()
-        client.post(
-            f"/api/work/assignments/{view['assignment_id']}/explanation",
-            json={"reasons": ["other"]},
-            headers=who,
-        )
+        kinds.append(answer_machine_at_one(client, who, study_id))
     # Every check first while the doubt lasts (here it is never refreshed away), then work.
     assert kinds == [True] * checks_first + [False] * (6 - checks_first)
 
