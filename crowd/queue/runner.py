@@ -16,6 +16,7 @@ from typing import Any
 import redis
 from rq import Queue, SimpleWorker
 from rq import Worker as RQWorker
+from rq.exceptions import StopRequested
 from rq.job import Job, JobStatus
 from sqlalchemy import func, select
 
@@ -77,6 +78,10 @@ class _Worker(SimpleWorker):
         super()._install_signal_handlers()
         # A closed terminal stops the worker after its job too (RQ itself ignores SIGHUP).
         signal.signal(signal.SIGHUP, self.request_stop)
+        if self.stop_requested.is_set():
+            # A signal came while RQ started (registering, subscribing), before its handlers
+            # were in place: run_worker's own took it; the loop ends before its first job.
+            self._stop_requested = True
 
     def request_stop(self, signum: Any, frame: Any) -> None:
         self.stop_requested.set()
@@ -125,6 +130,8 @@ def run_worker(
                          name=f"sweeps-{lane}", daemon=True).start()  # fmt: skip
     heartbeat.start()
     wait = FIRST_WAIT
+    # Until RQ has put its handlers in (and between its runs) a stop signal sets `stop`.
+    _stop_on_signals(stop)
     try:
         while not stop.is_set():
             started = time.monotonic()
@@ -135,6 +142,10 @@ def run_worker(
                 worker.work(logging_level="INFO")
             except redis.RedisError as error:
                 log.warning("the RQ worker lost Redis: %s", error)
+            except StopRequested:
+                # RQ's handler raises this outside its loop when the signal lands in the
+                # moment it is putting its handlers in.
+                stop.set()
             _stop_on_signals(stop)  # RQ's handlers would raise out of the wait below
             if stop.is_set():
                 break

@@ -1,22 +1,24 @@
 """The parts that heal the queue, each on its own with a real Redis: orphaned jobs are
 re-queued once however many sweeps find them, and failed for good after MAX_REQUEUES; the
 heartbeat outlives a failing scheduler; the CLI's wait re-queues a dead worker's job;
-SIGHUP stops `crowd worker`."""
+SIGHUP stops `crowd worker`, also while RQ is starting."""
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 from rq import Worker
 from rq.job import Job, JobStatus
 
-from crowd.queue import EVENTS, fetch_job, healing, job_queue
+from crowd.queue import EVENTS, fetch_job, healing, job_queue, runner
 from crowd.queue.healing import MAX_REQUEUES, REQUEUES_META, Heartbeat, alive_key
 from crowd.queue.jobs import process_event
 from crowd.queue.runner import see_through
@@ -133,4 +135,28 @@ def test_sighup_stops_crowd_worker(settings: Settings, db: Database, tmp_path: P
         assert process.wait(20) == 0, workers.log_tail()
     finally:
         workers.stop()
+    assert Worker.count(connection=connection) == 0
+
+
+def test_a_stop_signal_while_rq_starts_ends_the_worker_before_any_job(
+    settings: Settings, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The window CI once hit: SIGHUP after RQ registered the worker, before RQ put its
+    # handlers in. The signal is real, sent to this process from inside RQ's bootstrap.
+    connection = redis.Redis.from_url(settings.redis_url or "")
+    job = job_queue(EVENTS, connection).enqueue(process_event, 10**6)
+    bootstrap = runner._Worker.bootstrap
+
+    def signalled_bootstrap(worker: runner._Worker, *args: Any, **kwargs: Any) -> None:
+        bootstrap(worker, *args, **kwargs)
+        os.kill(os.getpid(), signal.SIGHUP)
+
+    monkeypatch.setattr(runner._Worker, "bootstrap", signalled_bootstrap)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        assert runner.run_worker(settings) == 0
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    assert job.get_status(refresh=True) == JobStatus.QUEUED  # stopped before taking it
     assert Worker.count(connection=connection) == 0
