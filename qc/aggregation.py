@@ -119,7 +119,7 @@ def _majority_vote(labels: Answers | Coded, *, seed: int = 0) -> Aggregation:
     return Aggregation("majority_vote", labels_, confidence, skills)
 
 
-def _ordinal_mean(labels: Answers, *, seed: int = 0) -> Aggregation:
+def _ordinal_mean(labels: Answers | Coded, *, seed: int = 0) -> Aggregation:
     """The mean rating per task, rounded half up: for ordinal scales (Likert ratings).
 
     Categorical methods treat 2 and 4 as unrelated classes; a rating is a noisy reading of a
@@ -193,7 +193,7 @@ def _dawid_skene(labels: Answers | Coded, *, seed: int = 0) -> Aggregation:
     return Aggregation("dawid_skene", chosen, confidence, skills)
 
 
-def _mace(labels: Answers, *, seed: int = 0) -> Aggregation:
+def _mace(labels: Answers | Coded, *, seed: int = 0) -> Aggregation:
     """MACE (Hovy et al., NAACL 2013) by variational Bayes: `MACE_N_RESTARTS` restarts seeded by
     `seed`, each of `MACE_N_ITER` iterations.
 
@@ -306,8 +306,8 @@ def label_accuracy(labels: Mapping[str, Any], truth: Mapping[str, Any]) -> float
     return sum(labels[task] == truth[task] for task in shared) / len(shared)
 
 
-def _answers(data: Answers) -> Rows:
-    rows = _rows(data, ("task", "worker", "label"))
+def _answers(data: Answers | Coded) -> Rows:
+    rows = data.rows() if isinstance(data, Coded) else _rows(data, ("task", "worker", "label"))
     if not rows:
         raise ValueError("no answers given: pass at least one (task, worker, label) triple")
     seen: set[tuple[Any, Any]] = set()

@@ -62,6 +62,15 @@ class Coded:
     def n(self) -> int:
         return int(self.task.size)
 
+    def rows(self) -> list[tuple[Any, Any, Any]]:
+        """The (task, worker, label) triples again, for aggregators that take rows."""
+        return [
+            (self.tasks[t], self.workers[w], self.labels[x])
+            for t, w, x in zip(
+                self.task.tolist(), self.worker.tolist(), self.label.tolist(), strict=True
+            )
+        ]
+
     @classmethod
     def from_rows(cls, rows: Sequence[tuple[Hashable, Hashable, Hashable]]) -> Coded:
         """Codes of validated rows (see qc.aggregation): tasks and workers in the order they

@@ -389,6 +389,17 @@ class HitType(ABC):
         `config` is the study's config (e.g. which rater groups count as experts).
         """
 
+    # Answer fields (name -> int) a report reads as columns (crowd.studies.frame) rather than
+    # as a dict per response; a type that names any implements analyze_frame, which gives
+    # what `analyze` gives on the rows of the same responses.
+    frame_answer_fields: ClassVar[dict[str, type]] = {}
+
+    def analyze_frame(
+        self, frame: Any, excluded_workers: set[str], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """`analyze` on the study's responses as columns (crowd.studies.frame.StudyFrame)."""
+        raise NotImplementedError(f"{self.name} reports from rows: it names no frame fields")
+
     @abstractmethod
     def render_report(self, data: dict[str, Any], out_dir: Path, title: str) -> str:
         """Write plots to out_dir and return the HTML report."""

@@ -8,6 +8,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -24,6 +25,7 @@ from crowd.storage import (
     utcnow,
 )
 from qc.aggregation import Aggregation, aggregate, bradley_terry_best, label_accuracy
+from qc.coded import Coded
 from qc.gold import promote_gold
 from tasks import HitType, get_hit_type
 
@@ -75,6 +77,7 @@ def compute_aggregations(
     study: Study,
     filtered: bool = True,
     methods: tuple[str, ...] = METHODS,
+    frame: Any = None,
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Aggregate the study's labels by every method that fits its HIT type, and store them.
 
@@ -86,25 +89,78 @@ def compute_aggregations(
     count, live and imported (`answer_groups` names them). Returns a summary per method.
     """
     hit = get_hit_type(study.hit_type)
+    summary: dict[str, Any] = {}
+    stored: dict[str, dict[str, Any]] = {}
+    results: dict[str, Aggregation] = {}
+    per_question: dict[str, PerQuestion] = {}
+    wanted = [m for m in hit.aggregation_methods if m in methods]
+    coded = _frame_answers(session, study, hit, frame, filtered) if frame is not None else None
+    if coded is not None:
+        answers_coded, truth, question = coded
+        if answers_coded.n == 0:
+            return summary, stored
+        for method in wanted:
+            if hit.label_applies(method, question, study.config):
+                try:
+                    results[method] = aggregate(method, answers_coded)
+                except ValueError as error:
+                    summary[method] = {"error": str(error)}
+    else:
+        from_rows = _fit_rows(session, study, hit, filtered, wanted, summary, results, per_question)
+        if from_rows is None:
+            return summary, stored
+        truth = from_rows
+    majority = results.get("majority_vote")
+    for method, result in results.items():
+        data = result.to_json()
+        data["gold_accuracy"] = label_accuracy(result.labels, truth)
+        data["agreement_with_majority_vote"] = (
+            label_accuracy(result.labels, majority.labels) if majority is not None else None
+        )
+        data["filtered"] = filtered
+        stored[method] = data
+        summary[method] = {
+            "n_tasks": data["n_tasks"],
+            "n_workers": data["n_workers"],
+            "gold_accuracy": data["gold_accuracy"],
+            "agreement_with_majority_vote": data["agreement_with_majority_vote"],
+        }
+        if method in per_question:
+            fitted = per_question[method]
+            data["skills_by_question"] = {
+                question: {str(worker): float(s) for worker, s in part.skills.items()}
+                for question, part in fitted.parts.items()
+            }
+            data["question_errors"] = summary[method]["question_errors"] = fitted.errors
+    return summary, stored
+
+
+def _fit_rows(
+    session: Session,
+    study: Study,
+    hit: HitType,
+    filtered: bool,
+    wanted: list[str],
+    summary: dict[str, Any],
+    results: dict[str, Aggregation],
+    per_question: dict[str, PerQuestion],
+) -> dict[str, Hashable] | None:
+    """Fit the methods to the answers read as rows (into `results`, errors into `summary`);
+    the gold truth by task, or None when there are no answers."""
     answers = _answers(session, study, filtered)
     labelled = [
         (item.external_id, key, worker, label)
         for item, worker, answer, _ in answers
         for key, label in hit.answer_labels(answer).items()
     ]
-    truth = {
+    truth: dict[str, Hashable] = {
         f"{item.external_id}/{key}": label
         for item, _, _, _ in answers
         if item.kind == ItemKind.GOLD
         for key, label in hit.expected_labels(item.expected).items()
     }
-    summary: dict[str, Any] = {}
-    stored: dict[str, dict[str, Any]] = {}
     if not labelled:
-        return summary, stored
-    results = {}
-    per_question: dict[str, PerQuestion] = {}
-    wanted = [m for m in hit.aggregation_methods if m in methods]
+        return None
     for method in (m for m in wanted if m != "bradley_terry"):
         if hit.aggregate_per_question:
             fitted = aggregate_per_question(hit, method, labelled, study.config)
@@ -133,29 +189,35 @@ def compute_aggregations(
             labels={f"{item}/best": label for item, label in bt.labels.items()},
             confidence={f"{item}/best": value for item, value in bt.confidence.items()},
         )
-    majority = results.get("majority_vote")
-    for method, result in results.items():
-        data = result.to_json()
-        data["gold_accuracy"] = label_accuracy(result.labels, truth)
-        data["agreement_with_majority_vote"] = (
-            label_accuracy(result.labels, majority.labels) if majority is not None else None
-        )
-        data["filtered"] = filtered
-        stored[method] = data
-        summary[method] = {
-            "n_tasks": data["n_tasks"],
-            "n_workers": data["n_workers"],
-            "gold_accuracy": data["gold_accuracy"],
-            "agreement_with_majority_vote": data["agreement_with_majority_vote"],
-        }
-        if method in per_question:
-            fitted = per_question[method]
-            data["skills_by_question"] = {
-                question: {str(worker): float(s) for worker, s in part.skills.items()}
-                for question, part in fitted.parts.items()
-            }
-            data["question_errors"] = summary[method]["question_errors"] = fitted.errors
-    return summary, stored
+    return truth
+
+
+def _frame_answers(
+    session: Session, study: Study, hit: HitType, frame: Any, filtered: bool
+) -> tuple[Coded, dict[str, Hashable], str] | None:
+    """The answers to real and gold items in a study frame (crowd.studies.frame), coded for
+    the aggregators, with the gold truth by task and the question; None where the type's
+    answers are not one label each in a frame field (then they are read as rows)."""
+    single = hit.single_label
+    if single is None or hit.aggregate_per_question or single[0] not in frame.answer:
+        return None
+    if "bradley_terry" in hit.aggregation_methods:  # choices among candidates, not labels
+        return None
+    field, question = single
+    keep = _counted(session, study, frame, filtered)
+    tasks = [f"{item_id}/{question}" for item_id in frame.item_ids]
+    coded = Coded.from_codes(
+        frame.item[keep], tasks, frame.worker[keep], frame.workers, frame.answer[field][keep]
+    )
+    answered = np.zeros(len(frame.item_ids), dtype=bool)
+    answered[frame.item[keep]] = True
+    truth: dict[str, Hashable] = {
+        f"{frame.item_ids[i]}/{key}": label
+        for i in np.flatnonzero(answered)
+        if frame.item_kind[i] == ItemKind.GOLD
+        for key, label in hit.expected_labels(frame.item_expected[i]).items()
+    }
+    return coded, truth, question
 
 
 @dataclass(frozen=True)
@@ -233,9 +295,26 @@ def method_triples(
     return triples
 
 
-def answer_groups(session: Session, study: Study, filtered: bool = True) -> list[str]:
-    """The rater groups whose answers the aggregations use (of the filtered set by default)."""
-    return sorted({group for _, _, _, group in _answers(session, study, filtered)})
+def answer_groups(
+    session: Session, study: Study, filtered: bool = True, frame: Any = None
+) -> list[str]:
+    """The rater groups whose answers the aggregations use (of the filtered set by default),
+    from the study frame where the report read one."""
+    if frame is None:
+        return sorted({group for _, _, _, group in _answers(session, study, filtered)})
+    keep = _counted(session, study, frame, filtered)
+    return sorted({str(frame.rater_groups[int(g)]) for g in np.unique(frame.rater_group[keep])})
+
+
+def _counted(session: Session, study: Study, frame: Any, filtered: bool) -> np.ndarray:
+    """Which of a frame's responses the aggregations count: real and gold items, and with
+    `filtered` only of the workers who were not left out."""
+    kinds = np.asarray([kind in (ItemKind.REAL, ItemKind.GOLD) for kind in frame.item_kind])
+    keep: np.ndarray = kinds[frame.item] if len(frame) else np.zeros(0, dtype=bool)
+    if filtered:
+        left_out = np.asarray(sorted(left_out_workers(session, study)), dtype=np.int64)
+        keep &= ~np.isin(frame.worker_db_id[frame.worker], left_out)
+    return keep
 
 
 def store_aggregations(session: Session, study_id: int, results: dict[str, dict[str, Any]]) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+import numpy as np
 import redis
 from rq import get_current_job
 from rq.exceptions import NoSuchJobError
@@ -34,6 +35,7 @@ from crowd.storage import (
     Worker,
     utcnow,
 )
+from crowd.studies.frame import StudyFrame, read_frame
 from crowd.studies.lifecycle import get_study, progress
 from tasks import get_hit_type, report_html
 
@@ -89,9 +91,7 @@ def platform_rows(session: Session, study: Study) -> list[dict[str, Any]]:
     return rows
 
 
-def excluded_workers(
-    session: Session, study: Study, refresh: bool = True
-) -> dict[str, set[str]]:
+def excluded_workers(session: Session, study: Study, refresh: bool = True) -> dict[str, set[str]]:
     """The workers left out of the filtered set, by the rule (or "reviewer") that did it.
 
     The standing of every worker is refreshed first (unless the caller just did, or reads
@@ -156,10 +156,20 @@ def compute_report(
     """
     study = get_study(session, study_id)
     hit = get_hit_type(study.hit_type)
-    rows = study_rows(session, study)
     rules = excluded_workers(session, study, refresh=refresh)
     excluded = set().union(*rules.values())
-    data = hit.analyze(rows, excluded, study.config)
+    frame = None
+    if hit.frame_answer_fields and not hit.played_as_games:
+        # Columns, not a dict per response: a million answers fit in tens of megabytes.
+        frame = read_frame(session, study, hit.frame_answer_fields)
+        data = hit.analyze_frame(frame, excluded, study.config)
+        data["rules"] = {name: frame_removals(frame, workers) for name, workers in rules.items()}
+        seen = len(frame)
+    else:
+        rows = study_rows(session, study)
+        data = hit.analyze(rows, excluded, study.config)
+        data["rules"] = {name: rule_removals(rows, workers) for name, workers in rules.items()}
+        seen = len(rows)
     data["study"] = {
         "id": study.id,
         "name": study.name,
@@ -168,19 +178,18 @@ def compute_report(
         "generated_at": utcnow().isoformat(),
         "progress": progress(session, study),
     }
-    data["rules"] = {name: rule_removals(rows, workers) for name, workers in rules.items()}
     data["qc"] = qc_summary(session, study)
     data["aggregation"], aggregations = labels.compute_aggregations(
-        session, study, methods=labels.REPORT_METHODS
+        session, study, methods=labels.REPORT_METHODS, frame=frame
     )
-    data["aggregation_rater_groups"] = labels.answer_groups(session, study)
+    data["aggregation_rater_groups"] = labels.answer_groups(session, study, frame=frame)
     out_dir = settings.reports_dir / f"study-{study.id}"
     out_dir.mkdir(parents=True, exist_ok=True)
     html = hit.render_report(data, out_dir, f"{study.name} (study {study.id})")
     html = html.replace("</body>", qc_section(data) + "</body>", 1)
     (out_dir / "report.json").write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
     (out_dir / "report.html").write_text(html)
-    return ReportData(study.id, data, html, len(rows), aggregations)
+    return ReportData(study.id, data, html, seen, aggregations)
 
 
 def row_workers(row: dict[str, Any]) -> list[str]:
@@ -206,6 +215,23 @@ def rule_removals(rows: list[dict[str, Any]], workers: set[str]) -> dict[str, An
             group: {"workers": len(members), "responses": len(group_rows)}
             for group, (members, group_rows) in sorted(by_group.items())
         }
+    return out
+
+
+def frame_removals(frame: StudyFrame, workers: set[str]) -> dict[str, Any]:
+    """`rule_removals` on a study frame."""
+    removed = frame.worker_mask(workers)
+    out: dict[str, Any] = {"workers": len(workers), "responses": int(removed.sum())}
+    by_group: dict[str, dict[str, int]] = {}
+    for code, group in enumerate(frame.rater_groups):
+        rows = removed & (frame.rater_group == code)
+        if rows.any():
+            by_group[str(group)] = {
+                "workers": int(np.unique(frame.worker[rows]).size),
+                "responses": int(rows.sum()),
+            }
+    if by_group:
+        out["by_rater_group"] = dict(sorted(by_group.items()))
     return out
 
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, TextIO, cast
 from crowd.exceptions import InvalidAction, InvalidConfig, InvalidItem
 from qc.gold import threshold_from_chance
 from tasks.base import HitType, ItemSpec, Simulator, StepResult, rater_group
-from tasks.boundary import analysis, report, roft, simulate
+from tasks.boundary import analysis, columnar, report, roft, simulate
 from tasks.boundary.reasons import REASON_TAGS
 
 MAX_SENTENCES = 50
@@ -339,6 +339,15 @@ class BoundaryHit(HitType):
         config: Mapping[str, Any],
     ) -> dict[str, Any]:
         return analysis.analyze(rows, excluded_workers)
+
+    frame_answer_fields: ClassVar[dict[str, type]] = {"guess": int}
+
+    def analyze_frame(
+        self, frame: Any, excluded_workers: set[str], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return columnar.analyze_columns(
+            columnar.BoundaryColumns.from_frame(frame), excluded_workers
+        )
 
     def render_report(self, data: dict[str, Any], out_dir: Path, title: str) -> str:
         return report.render_report(data, out_dir, title)
