@@ -44,10 +44,12 @@ pytest: install chromium
 test: lint typecheck pytest
 
 # The answer path against the floor (SQLite, PostgreSQL), the queue against the web (10
-# minutes of load), CLI start-up; each rewrites its block of benchmarks/RESULTS.md.
+# minutes of load), reports at 100k and 1M annotations against the plain read (SQLite,
+# PostgreSQL), CLI start-up; each rewrites its block of benchmarks/RESULTS.md.
 bench: install
 	$(PY) benchmarks/submit_rps.py
 	$(PY) benchmarks/queue_rps.py --postgres
+	$(PY) benchmarks/report_scale.py --postgres
 	$(PY) benchmarks/cli_startup.py
 
 # CPU time of crowd --help and the light commands beside python -c pass; fails on a missed

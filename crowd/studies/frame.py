@@ -79,7 +79,6 @@ def explanation_hash(texts: list[str | None]) -> np.ndarray:
 
 def read_frame(session: Session, study: Study, answer_fields: dict[str, type]) -> StudyFrame:
     """The study's responses as columns (see StudyFrame), read in one streamed query."""
-    workers: dict[int, int] = {}
     worker_keys: list[str] = []
     worker_ids: list[int] = []
     for worker_id, provider, external_id in session.execute(
@@ -87,7 +86,6 @@ def read_frame(session: Session, study: Study, answer_fields: dict[str, type]) -
         .where(Worker.id.in_(select(Response.worker_id).where(Response.study_id == study.id)))
         .order_by(Worker.id)
     ):
-        workers[worker_id] = len(worker_keys)
         worker_keys.append(f"{provider}:{external_id}")
         worker_ids.append(worker_id)
     items: dict[int, int] = {}
@@ -144,8 +142,8 @@ def read_frame(session: Session, study: Study, answer_fields: dict[str, type]) -
         columns = list(zip(*batch, strict=True))
         response_ids, worker_col, item_col, texts, reasons, passed, groups, positions = columns[:8]
         parts["response_id"].append(np.fromiter(response_ids, np.int64, len(batch)))
-        parts["worker"].append(np.fromiter((workers[w] for w in worker_col), np.int32, len(batch)))
-        parts["item"].append(np.fromiter((items[i] for i in item_col), np.int32, len(batch)))
+        parts["worker"].append(np.fromiter(worker_col, np.int64, len(batch)))
+        parts["item"].append(np.fromiter(item_col, np.int64, len(batch)))
         parts["explanation"].append(explanation_hash(list(texts)))
         parts["reasons"].append(np.fromiter(
             (_code(reason_codes, reason_lists, raw) for raw in reasons), np.int32, len(batch)
@@ -165,12 +163,15 @@ def read_frame(session: Session, study: Study, answer_fields: dict[str, type]) -
         name: np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
         for name, chunks in parts.items()
     }
+    # Database ids to codes: both id lists are sorted, so a binary search maps them.
+    worker_codes = np.searchsorted(np.asarray(worker_ids, dtype=np.int64), joined["worker"])
+    item_codes = np.searchsorted(np.asarray(list(items), dtype=np.int64), joined["item"])
     return StudyFrame(
         response_id=joined["response_id"],
-        worker=joined["worker"],
+        worker=worker_codes.astype(np.int32),
         workers=worker_keys,
         worker_db_id=np.asarray(worker_ids, dtype=np.int64),
-        item=joined["item"],
+        item=item_codes.astype(np.int32),
         answer={name: joined[f"answer:{name}"] for name in fields},
         explanation=joined["explanation"].astype(np.uint64),
         reasons=joined["reasons"],
