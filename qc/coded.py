@@ -129,6 +129,12 @@ class Coded:
         return sp.csr_matrix((np.ones(self.n), (self.task, columns)), shape=shape)
 
 
+def present(codes: np.ndarray) -> np.ndarray:
+    """The distinct non-negative codes, in order: a count per code, where np.unique would sort
+    or hash every entry."""
+    return np.flatnonzero(np.bincount(codes)) if codes.size else codes.astype(np.int64)
+
+
 def _renumber(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """Codes into 0..size-1 renumbered densely over the ones used, and the used ones (in
     order). np.unique would sort (or hash) every answer; a count per code is enough."""

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -22,6 +23,7 @@ from crowd.storage import (
     StudyStatus,
     utcnow,
 )
+from crowd.studies.frame import StudyFrame
 from tasks import ItemSpec, get_hit_type
 
 MAX_ITEMS_PER_IMPORT = 100_000
@@ -223,8 +225,11 @@ def _item(study: Study, spec: ItemSpec) -> Item:
     )
 
 
-def progress(session: Session, study: Study) -> dict[str, Any]:
-    """Counts an experimenter follows: items, assignments by state, responses, completeness."""
+def progress(session: Session, study: Study, frame: StudyFrame | None = None) -> dict[str, Any]:
+    """Counts an experimenter follows: items, assignments by state, responses, completeness.
+
+    A report that read the study as columns (`frame`) counts the responses from them rather
+    than scanning them again."""
     items_by_kind = dict(
         session.execute(
             select(Item.kind, func.count(Item.id))
@@ -239,16 +244,42 @@ def progress(session: Session, study: Study) -> dict[str, Any]:
             .group_by(Assignment.state)
         ).all()
     )
+    target = int(study.config.get("annotations_per_item", 1))
+    # Gold items are served at each worker's gold rate with no target: progress is the real
+    # items'.
+    counted = (ItemKind.REAL,)
+    if frame is not None:
+        n_responses, n_workers, complete_items = _frame_counts(frame, target)
+    else:
+        n_responses, n_workers, complete_items = _counts(session, study, target, counted)
+    n_real = sum(n for kind, n in items_by_kind.items() if kind in counted)
+    return {
+        "study_id": study.id,
+        "name": study.name,
+        "hit_type": study.hit_type,
+        "status": study.status,
+        "providers": study.providers,
+        "items": {str(k): v for k, v in items_by_kind.items()},
+        "assignments": {str(k): v for k, v in by_state.items()},
+        "responses": n_responses or 0,
+        "workers": n_workers or 0,
+        "annotations_per_item": target,
+        "items_complete": complete_items or 0,
+        "fraction_complete": round((complete_items or 0) / n_real, 4) if n_real else 0.0,
+        "open_assignments": by_state.get(AssignmentState.ASSIGNED, 0),
+    }
+
+
+def _counts(
+    session: Session, study: Study, target: int, counted: tuple[ItemKind, ...]
+) -> tuple[int, int, int]:
+    """(responses, workers, real items with their target of live answers), by SQL."""
     n_responses = session.scalar(
         select(func.count(Response.id)).where(Response.study_id == study.id)
     )
     n_workers = session.scalar(
         select(func.count(func.distinct(Response.worker_id))).where(Response.study_id == study.id)
     )
-    target = int(study.config.get("annotations_per_item", 1))
-    # Gold items are served at each worker's gold rate with no target: progress is the real
-    # items'.
-    counted = (ItemKind.REAL,)
     done_per_item = (
         select(
             Response.item_id,
@@ -269,19 +300,17 @@ def progress(session: Session, study: Study) -> dict[str, Any]:
         .select_from(done_per_item)
         .where(done_per_item.c.n >= done_per_item.c.target)
     )
-    n_real = sum(n for kind, n in items_by_kind.items() if kind in counted)
-    return {
-        "study_id": study.id,
-        "name": study.name,
-        "hit_type": study.hit_type,
-        "status": study.status,
-        "providers": study.providers,
-        "items": {str(k): v for k, v in items_by_kind.items()},
-        "assignments": {str(k): v for k, v in by_state.items()},
-        "responses": n_responses or 0,
-        "workers": n_workers or 0,
-        "annotations_per_item": target,
-        "items_complete": complete_items or 0,
-        "fraction_complete": round((complete_items or 0) / n_real, 4) if n_real else 0.0,
-        "open_assignments": by_state.get(AssignmentState.ASSIGNED, 0),
-    }
+    return n_responses or 0, n_workers or 0, complete_items or 0
+
+
+def _frame_counts(frame: StudyFrame, target: int) -> tuple[int, int, int]:
+    """`_counts` from a study frame."""
+    real = np.asarray([kind == ItemKind.REAL for kind in frame.item_kind], dtype=bool)
+    live = np.isin(
+        frame.source, [i for i, s in enumerate(frame.sources) if s == ResponseSource.LIVE]
+    )
+    per_item = np.bincount(frame.item[live], minlength=len(frame.item_ids))
+    targets = np.asarray([target if t is None else t for t in frame.item_target], dtype=np.int64)
+    complete = real & (per_item > 0) & (per_item >= targets)
+    n_workers = int(np.count_nonzero(np.bincount(frame.worker))) if len(frame) else 0
+    return len(frame), n_workers, int(complete.sum())

@@ -37,6 +37,7 @@ from crowd.storage import (
 )
 from crowd.studies.frame import StudyFrame, read_frame
 from crowd.studies.lifecycle import get_study, progress
+from qc.coded import present
 from tasks import get_hit_type, report_html
 
 log = logging.getLogger(__name__)
@@ -176,9 +177,9 @@ def compute_report(
         "hit_type": study.hit_type,
         "config": study.config,
         "generated_at": utcnow().isoformat(),
-        "progress": progress(session, study),
+        "progress": progress(session, study, frame),
     }
-    data["qc"] = qc_summary(session, study)
+    data["qc"] = qc_summary(session, study, frame)
     data["aggregation"], aggregations = labels.compute_aggregations(
         session, study, methods=labels.REPORT_METHODS, frame=frame
     )
@@ -255,9 +256,21 @@ def build_report(session: Session, settings: Settings, study_id: int) -> Report:
     return store_report(session, compute_report(session, settings, study_id))
 
 
-def worker_groups(session: Session, study_id: int) -> dict[int, dict[str, set[str]]]:
-    """Each worker's rater groups in the study, with the sources (live, imported) of each."""
+def worker_groups(
+    session: Session, study_id: int, frame: StudyFrame | None = None
+) -> dict[int, dict[str, set[str]]]:
+    """Each worker's rater groups in the study, with the sources (live, imported) of each
+    (from the study frame where the report read one)."""
     out: dict[int, dict[str, set[str]]] = {}
+    if frame is not None:
+        n_groups, n_sources = len(frame.rater_groups), len(frame.sources)
+        keys = (frame.worker.astype(np.int64) * n_groups + frame.rater_group) * n_sources
+        for key in present(keys + frame.source).tolist():
+            worker, rest = divmod(key, n_groups * n_sources)
+            group, source = divmod(rest, n_sources)
+            groups = out.setdefault(int(frame.worker_db_id[worker]), {})
+            groups.setdefault(str(frame.rater_groups[group]), set()).add(str(frame.sources[source]))
+        return out
     for worker_id, group, source in session.execute(
         select(Response.worker_id, Response.rater_group, Response.source)
         .where(Response.study_id == study_id)
@@ -275,10 +288,10 @@ def _status(row: StudyWorker) -> str:
     return "flagged" if row.flags else "active"
 
 
-def qc_summary(session: Session, study: Study) -> dict[str, Any]:
+def qc_summary(session: Session, study: Study, frame: StudyFrame | None = None) -> dict[str, Any]:
     """How many workers QC left active, flagged, stopped or excluded, and which rules fired:
     over everyone, and per rater group (live workers and imported raters alike)."""
-    groups = worker_groups(session, study.id)
+    groups = worker_groups(session, study.id, frame)
     statuses: Counter[str] = Counter()
     fired: Counter[str] = Counter()
     by_group: dict[str, tuple[set[str], Counter[str], Counter[str]]] = {}

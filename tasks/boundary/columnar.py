@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from qc.coded import present
 from tasks.base import LIVE_RATER_GROUP
 from tasks.boundary.analysis import MAX_POINTS, N_POSITIONS, _histogram, _num
 from tasks.boundary.reasons import REASON_TAGS
@@ -133,12 +134,6 @@ class BoundaryColumns:
             rater_group=frame.rater_group,
             rater_groups=[g or LIVE_RATER_GROUP for g in frame.rater_groups],
         )
-
-
-def present(codes: np.ndarray) -> np.ndarray:
-    """The distinct non-negative codes, in order: a count per code, where np.unique would sort
-    or hash every entry."""
-    return np.flatnonzero(np.bincount(codes)) if codes.size else codes.astype(np.int64)
 
 
 def _decoding_value(meta: Mapping[str, Any]) -> float:

@@ -17,8 +17,14 @@ from sqlalchemy import insert, select
 from crowd.quality import labels
 from crowd.storage import Database, Item, Response, StudyWorker, Worker
 from crowd.studies.frame import read_frame
-from crowd.studies.lifecycle import get_study
-from crowd.studies.reports import frame_removals, rule_removals, study_rows
+from crowd.studies.lifecycle import get_study, progress
+from crowd.studies.reports import (
+    frame_removals,
+    qc_summary,
+    rule_removals,
+    study_rows,
+    worker_groups,
+)
 from tasks import get_hit_type
 from tests.conftest import passage
 
@@ -133,6 +139,10 @@ def test_the_report_on_columns_is_the_report_on_rows(
         assert set(by_rows["full"]["by_rater_group"]) == {"crowd", "expert"}
         for workers in by_rule.values():
             same(rule_removals(rows, workers), frame_removals(frame, workers), "rules")
+        same(progress(session, study), progress(session, study, frame), "progress")
+        assert progress(session, study)["items_complete"] > 0
+        same(qc_summary(session, study), qc_summary(session, study, frame), "qc")
+        assert worker_groups(session, study_id) == worker_groups(session, study_id, frame)
         for filtered in (True, False):
             methods = labels.REPORT_METHODS  # MACE (ten restarts) reads rows either way
             summary_rows, stored_rows = labels.compute_aggregations(
