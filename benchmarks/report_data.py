@@ -74,11 +74,16 @@ def fill(database_url: str, n_annotations: int, seed: int = 7) -> int:
                 select(Item.id, Item.kind, Item.expected).where(Item.study_id == study_id)
             ).all()
             now = datetime.now(UTC)
-            worker_rows = [{"provider": "sim", "external_id": f"w{w:05d}", "created_at": now}
+            # Workers of their own per study: several studies can share a database.
+            prefix = f"report-{study_id}-"
+            worker_rows = [{"provider": "sim", "external_id": f"{prefix}{w:05d}", "created_at": now}
                            for w in range(n_workers)]  # fmt: skip
             session.execute(insert(Worker), worker_rows)
-            worker_ids = list(session.scalars(select(Worker.id).where(Worker.provider == "sim")
-                                              .order_by(Worker.id)))  # fmt: skip
+            worker_ids = list(session.scalars(
+                select(Worker.id)
+                .where(Worker.provider == "sim", Worker.external_id.startswith(prefix))
+                .order_by(Worker.id)
+            ))  # fmt: skip
             session.execute(insert(StudyWorker), [
                 {"study_id": study_id, "worker_id": w, "attention_phase": 0.0}
                 for w in worker_ids

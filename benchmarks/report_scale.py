@@ -22,7 +22,8 @@ whole process: Python, numpy, SQLAlchemy and matplotlib included). Targets: the 
 within 3x the plain read's time and under 2 GB, at 1M.
 
 SQLite studies are kept in benchmarks/out/report/ (git-ignored) and reused by later runs;
---postgres resets the database `bench` (never `test`) and fills it again.
+--postgres uses the database `bench` (never `test`): its studies of these sizes are reused
+where it has them (other benchmarks reset it; --fresh does here).
 """
 
 from __future__ import annotations
@@ -132,15 +133,24 @@ def report(database_url: str, study_id: int, data_dir: str) -> dict[str, Any]:
 
 def child(arm: str, database_url: str, study_id: int, data_dir: str) -> None:
     """Run one arm in this (fresh) process and print its result as JSON."""
-    import resource
-
     result = (
         plain_read(database_url, study_id)
         if arm == "plain"
         else report(database_url, study_id, data_dir)
     )
-    result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["peak_mb"] = peak_mb()
     print(json.dumps(result))
+
+
+def peak_mb() -> float:
+    """This process's peak resident memory: VmHWM, which a new program starts afresh.
+
+    Not getrusage's ru_maxrss: Linux carries it across fork and exec, so a child started
+    by a parent that filled a database in bulk would report the parent's size."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status (not Linux?)")
 
 
 def run_arm(arm: str, database_url: str, study_id: int) -> dict[str, Any]:
@@ -154,6 +164,20 @@ def run_arm(arm: str, database_url: str, study_id: int) -> dict[str, Any]:
         raise SystemExit(f"the {arm} arm failed:\n{out.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
+
+
+def has_schema(database_url: str) -> bool:
+    """Whether the database exists and has crowd's tables (then its studies are reused)."""
+    from sqlalchemy import create_engine, inspect
+
+    engine = create_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            return inspect(connection).has_table("responses")
+    except Exception:  # noqa: BLE001 - no database yet
+        return False
+    finally:
+        engine.dispose()
 
 
 def study_with(database_url: str, size: int) -> int:
@@ -219,6 +243,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="runs of each arm, interleaved")
     parser.add_argument("--postgres", nargs="?", const=DEFAULT_POSTGRES, default=None,
                         help=f"also on PostgreSQL (default URL {DEFAULT_POSTGRES})")  # fmt: skip
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="reset the PostgreSQL database even where it holds the studies",
+    )
     parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -231,8 +260,9 @@ def main() -> None:
     began = datetime.now(UTC)
     rows = measure("", "SQLite", sizes, args.rounds)
     if args.postgres:
-        version = reset_postgres(args.postgres)
-        print(f"PostgreSQL {version}", flush=True)
+        if args.fresh or not has_schema(args.postgres):
+            version = reset_postgres(args.postgres)
+            print(f"PostgreSQL {version}", flush=True)
         rows += measure(args.postgres, "PostgreSQL", sizes, args.rounds)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=ROOT, check=False).stdout.strip()  # fmt: skip
