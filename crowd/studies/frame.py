@@ -92,7 +92,7 @@ def read_frame(session: Session, study: Study, answer_fields: dict[str, type]) -
         select(Worker.id, Worker.provider, Worker.external_id)
         .where(Worker.id.in_(select(Response.worker_id).where(Response.study_id == study.id)))
         .order_by(Worker.id)
-    ):
+    ).all():
         worker_keys.append(f"{provider}:{external_id}")
         worker_ids.append(worker_id)
     items: dict[int, int] = {}
@@ -107,7 +107,7 @@ def read_frame(session: Session, study: Study, answer_fields: dict[str, type]) -
                Item.target)
         .where(Item.study_id == study.id)
         .order_by(Item.id)
-    ):  # fmt: skip
+    ).all():  # fmt: skip
         items[item_id] = len(item_ids)
         item_ids.append(external_id)
         kinds.append(str(kind))
@@ -147,7 +147,11 @@ def read_frame(session: Session, study: Study, answer_fields: dict[str, type]) -
     reason_lists: list[tuple[str, ...]] = []
     group_codes: dict[str, int] = {}
     source_codes: dict[str, int] = {}
-    result = connection.execution_options(stream_results=True, yield_per=BATCH).execute(query)
+    # Options for this statement only: Connection.execution_options would change the
+    # session's connection for every later query of the report.
+    result = connection.execute(
+        query, execution_options={"stream_results": True, "yield_per": BATCH}
+    )
     for batch in result.partitions(BATCH):
         columns = list(zip(*batch, strict=True))
         response_ids, worker_col, item_col, texts, reasons, passed, groups, sources = columns[:8]
