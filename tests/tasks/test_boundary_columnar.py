@@ -132,6 +132,8 @@ def test_the_report_on_columns_is_the_report_on_rows(
         rows = study_rows(session, study)
         frame = read_frame(session, study, hit.frame_answer_fields)
         assert len(frame) == len(rows) > 200
+        # Its streaming is its own: the report's later queries run as any other.
+        assert "stream_results" not in session.connection().get_execution_options()
         by_rows = hit.analyze(rows, excluded, study.config)
         same(by_rows, hit.analyze_frame(frame, excluded, study.config), "analysis")
         assert by_rows["full"]["explanations"]["n_copies"] > 0
