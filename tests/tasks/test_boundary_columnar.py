@@ -11,11 +11,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import insert, select
 
 from crowd.quality import labels
 from crowd.storage import Database, Item, Response, StudyWorker, Worker
+from crowd.studies import frame as frame_module
 from crowd.studies.frame import read_frame
 from crowd.studies.lifecycle import get_study, progress
 from crowd.studies.reports import (
@@ -160,3 +162,24 @@ def test_the_report_on_columns_is_the_report_on_rows(
                 assert stored_frame[method]["labels"] == stored_rows[method]["labels"]
             groups = labels.answer_groups(session, study, filtered, frame=frame)
             assert groups == labels.answer_groups(session, study, filtered)
+
+
+def test_the_hand_written_frame_query_reads_what_the_sqlalchemy_one_reads(
+    db: Database, make_study: Callable[..., int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    study_id = make_study(items(), {"annotations_per_item": 3})
+    fill(db, study_id, seed=3)
+    fields = get_hit_type("boundary").frame_answer_fields
+    with db.session() as session:
+        study = get_study(session, study_id)
+        by_hand = read_frame(session, study, fields)
+        monkeypatch.setattr(frame_module, "_FRAME_SQL", {})  # SQLAlchemy's query, any database
+        generic = read_frame(session, study, fields)
+    assert len(by_hand) == len(generic) > 200
+    order_a, order_b = np.argsort(by_hand.response_id), np.argsort(generic.response_id)
+    for name in ("response_id", "worker", "item", "explanation", "reasons", "attention_passed",
+                 "rater_group", "source", "position"):  # fmt: skip
+        assert (getattr(by_hand, name)[order_a] == getattr(generic, name)[order_b]).all(), name
+    assert (by_hand.answer["guess"][order_a] == generic.answer["guess"][order_b]).all()
+    assert (by_hand.reason_lists, by_hand.sources) == (generic.reason_lists, generic.sources)
+    assert (by_hand.attention_passed >= 0).any() and (by_hand.attention_passed < 0).any()
