@@ -4,7 +4,7 @@
 small studies, but a million of them take gigabytes. A report needs a few numbers per
 response, so this reads only those, in one streamed query with the answer fields extracted
 by the database (JSON paths on SQLite and PostgreSQL alike) and each answer's position in
-its worker's sequence numbered by a window function, into numpy arrays: about 60 bytes an
+its worker's sequence numbered by a window function, into numpy arrays: about 45 bytes an
 answer. Strings that repeat (workers, items, rater groups, reason lists) are codes into
 lists; an explanation is kept as the 64-bit hash of its normalised text, which is all the
 report asks of it (how many there are, and how many differ).
