@@ -397,8 +397,9 @@ class HitType(ABC):
     def analyze_frame(
         self, frame: Any, excluded_workers: set[str], config: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """`analyze` on the study's responses as columns (crowd.studies.frame.StudyFrame)."""
-        raise NotImplementedError(f"{self.name} reports from rows: it names no frame fields")
+        """`analyze` on the study's responses as columns (crowd.studies.frame.StudyFrame);
+        only for a type that names frame_answer_fields (the report reads the others as rows)."""
+        raise TypeError(f"{self.name} reports from rows: it names no frame_answer_fields")
 
     @abstractmethod
     def render_report(self, data: dict[str, Any], out_dir: Path, title: str) -> str:

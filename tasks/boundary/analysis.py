@@ -115,8 +115,12 @@ def _skill_range(scored: Sequence[Row]) -> dict[str, Any]:
     per_worker: dict[str, list[float]] = defaultdict(list)
     for row in scored:
         per_worker[str(row["worker"])].append(_row_points(row))
-    # Sorting on (mean, worker) keeps ties deterministic.
-    means = sorted((float(np.mean(values)), worker) for worker, values in per_worker.items())
+    return skill_range_of([(float(np.mean(v)), worker) for worker, v in per_worker.items()])
+
+
+def skill_range_of(means: list[tuple[float, str]]) -> dict[str, Any]:
+    """Mean points of the top and bottom 5% of workers, of (mean points, worker) pairs."""
+    means = sorted(means)  # on (mean, worker): ties are deterministic
     if not means:
         return {"top_5pct_mean": None, "bottom_5pct_mean": None, "n_workers_each": 0}
     k = max(1, round(0.05 * len(means)))

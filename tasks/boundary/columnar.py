@@ -19,7 +19,7 @@ import numpy as np
 
 from qc.coded import present
 from tasks.base import LIVE_RATER_GROUP
-from tasks.boundary.analysis import MAX_POINTS, N_POSITIONS, _histogram, _num
+from tasks.boundary.analysis import MAX_POINTS, N_POSITIONS, _histogram, _num, skill_range_of
 from tasks.boundary.reasons import REASON_TAGS
 
 KIND_CODES = {"real": 0, "gold": 1, "attention": 2}
@@ -185,18 +185,10 @@ def _by_decoding(c: BoundaryColumns) -> list[dict[str, Any]]:
 
 def _skill_range(c: BoundaryColumns) -> dict[str, Any]:
     codes, members = _groups(c.worker)
-    means = sorted(
+    return skill_range_of([
         (float(np.mean(c.points[rows])), c.workers[int(code)])
         for code, rows in zip(codes, members, strict=True)
-    )
-    if not means:
-        return {"top_5pct_mean": None, "bottom_5pct_mean": None, "n_workers_each": 0}
-    k = max(1, round(0.05 * len(means)))
-    return {
-        "top_5pct_mean": _num(np.mean([mean for mean, _ in means[-k:]])),
-        "bottom_5pct_mean": _num(np.mean([mean for mean, _ in means[:k]])),
-        "n_workers_each": k,
-    }
+    ])  # fmt: skip
 
 
 def _agreement(c: BoundaryColumns) -> dict[str, Any]:
