@@ -60,9 +60,15 @@ DEFAULT_REDIS = "redis://127.0.0.1:6379/13"
 
 
 def prepare(database_url: str, n_items: int) -> tuple[str, int]:
-    """A published boundary study with QC as people run it: 3 answers per item and an
-    attention check in ten; (API key, study id)."""
-    config = {"annotations_per_item": 3, "attention_rate": 0.1, "require_explanation": False}
+    """A published boundary study with QC as people run it, its rules aside: 3 answers per
+    item and an attention check in ten; (API key, study id).
+
+    The clients answer at machine speed and always alike, which the default rules rightly
+    stop within seconds (too fast, constant answers), ending the load. With no rules every
+    answer's event still refreshes every reader's evidence (gold, attention, agreement,
+    collusion, drift) and requests a report: the work the queue must keep up with."""
+    config = {"annotations_per_item": 3, "attention_rate": 0.1, "require_explanation": False,
+              "qc": {"rules": []}}  # fmt: skip
     checks = [
         {"id": f"check-{i}", "kind": "attention", "boundary": 2,
          "sentences": [f"Check {i}: please answer human.", "Human again."]}
@@ -120,7 +126,9 @@ def slope(points: list[tuple[float, int]]) -> float:
 def run(args: argparse.Namespace, database_url: str, engine: str) -> dict[str, Any]:
     out = OUT_DIR / engine.lower()
     out.mkdir(parents=True)
-    key, study_id = prepare(database_url, args.items)
+    # Items enough that the clients never run out (a client that finds none stops).
+    n_items = args.items or max(3000, int(args.duration * 100 / 3))
+    key, study_id = prepare(database_url, n_items)
     flush_redis(args.redis_url)
     crowd_env = {
         "CROWD_DATA_DIR": str(out / "data"),
@@ -213,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--client-processes", type=int, default=2)
     parser.add_argument("--workers", type=int, default=3, help="gunicorn workers")
-    parser.add_argument("--items", type=int, default=3000)
+    parser.add_argument("--items", type=int, default=None,
+                        help="passages (default: enough for 100 answers/s, 3 an item)")  # fmt: skip
     parser.add_argument(
         "--worker-boot",
         type=float,
