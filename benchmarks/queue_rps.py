@@ -3,8 +3,9 @@
     make bench            # or: .venv/bin/python benchmarks/queue_rps.py --duration 600
 
 One gunicorn box (deploy/gunicorn.conf.py) takes answers from simulated workers at full speed
-(next, reveal step, store step, as benchmarks/submit_rps.py drives it) on a boundary study
-with QC on (3 answers per item, attention checks, the default rules), while one `crowd
+(next, reveal step, store step, as benchmarks/submit_rps.py drives it; attention checks
+answered as asked) on a boundary study with QC on (3 answers per item, attention checks;
+no rules, which would stop clients this fast and regular: see `prepare`), while one `crowd
 worker` processes the outbox: each answer's QC refresh and report request. Every second the
 script counts the outbox events not processed yet (the backlog). It reports the web's
 answers/s, the queue's events/s, the backlog's growth per minute over the second half of the
