@@ -23,7 +23,7 @@ import pandas as pd
 from crowdkit.aggregation import MACE, BradleyTerry
 
 from crowd.registry import Registry
-from qc.coded import Coded, dawid_skene_labels, first_change, majority
+from qc.coded import Coded, dawid_skene_labels, first_change, majority, sorted_values
 
 DS_N_ITER = 100
 # crowd-kit's defaults, which are also those of the MACE reference implementation.
@@ -219,7 +219,7 @@ def _bradley_terry(labels: Comparisons, *, seed: int = 0) -> Aggregation:
     """
     rows = _comparisons(labels)
     scores = _bt_scores(rows, BT_N_ITER)
-    ranked = sorted(_sorted(scores), key=lambda item: -scores[item])
+    ranked = sorted(sorted_values(scores), key=lambda item: -scores[item])
     ranks = {item: rank for rank, item in enumerate(ranked, start=1)}
     credit: dict[str, list[float]] = defaultdict(list)
     for worker, left, right, winner in rows:
@@ -366,7 +366,7 @@ def _coded(rows: Rows) -> tuple[pd.DataFrame, list[Any], list[Any], list[Any]]:
     codes, mixing up workers and labels unless both orders agree: codes numbered by appearance
     agree. Sorting first makes results independent of row order; codes also spare crowd-kit
     mixed-type labels (its MajorityVote fails on them) and give back the very objects given."""
-    ordered = _sorted((worker, label, task) for task, worker, label in rows)
+    ordered = sorted_values((worker, label, task) for task, worker, label in rows)
     (workers, worker_ids), (labels, label_ids), (tasks, task_ids) = (
         pd.factorize(pd.Series(column, dtype=object)) for column in zip(*ordered, strict=True)
     )
@@ -385,7 +385,9 @@ def _decide(
     confidence: dict[str, float] = {}
     for task, row in zip(probas.index, probas.to_numpy(dtype=float), strict=True):
         top = float(np.nanmax(row))
-        chosen[tasks[int(task)]] = _sorted([columns[i] for i in np.flatnonzero(row == top)])[0]
+        chosen[tasks[int(task)]] = sorted_values([columns[i] for i in np.flatnonzero(row == top)])[
+            0
+        ]
         confidence[tasks[int(task)]] = top
     return chosen, confidence
 
@@ -406,14 +408,6 @@ def _bt_scores(rows: list[tuple[Any, Any, Any, Any]], n_iter: int) -> dict[Any, 
     frame = pd.DataFrame(coded, columns=["worker", "left", "right", "label"])
     scores = BradleyTerryMM(n_iter=n_iter).fit(frame).scores_
     return {items[int(i)]: float(p) for i, p in scores.items()}
-
-
-def _sorted(values: Iterable[Any]) -> list[Any]:
-    values = list(values)
-    try:
-        return sorted(values)
-    except TypeError:  # mixed types, e.g. 1 and "a": fall back to a total, stable order
-        return sorted(values, key=repr)
 
 
 def _missing(value: Any) -> bool:

@@ -138,7 +138,7 @@ def present(codes: np.ndarray) -> np.ndarray:
 def _renumber(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """Codes into 0..size-1 renumbered densely over the ones used, and the used ones (in
     order). np.unique would sort (or hash) every answer; a count per code is enough."""
-    used = np.flatnonzero(np.bincount(codes, minlength=size))
+    used = present(codes)
     dense = np.zeros(size, dtype=np.int64)
     dense[used] = np.arange(used.size)
     return dense[codes], used

@@ -97,7 +97,7 @@ def read_frame(session: Session, study: Study, answer_fields: dict[str, type]) -
     ).all():
         worker_keys.append(f"{provider}:{external_id}")
         worker_ids.append(worker_id)
-    items: dict[int, int] = {}
+    item_db_ids: list[int] = []
     item_ids: list[str] = []
     kinds: list[str] = []
     categories: list[str | None] = []
@@ -113,7 +113,7 @@ def read_frame(session: Session, study: Study, answer_fields: dict[str, type]) -
         .where(Item.study_id == study.id)
         .order_by(Item.id)
     ).all():  # fmt: skip
-        items[item_id] = len(item_ids)
+        item_db_ids.append(item_id)
         item_ids.append(external_id)
         kinds.append(str(kind))
         categories.append(category)
@@ -184,7 +184,7 @@ def read_frame(session: Session, study: Study, answer_fields: dict[str, type]) -
     }
     # Database ids to codes: both id lists are sorted, so a binary search maps them.
     worker_codes = np.searchsorted(np.asarray(worker_ids, dtype=np.int64), joined["worker"])
-    item_codes = np.searchsorted(np.asarray(list(items), dtype=np.int64), joined["item"])
+    item_codes = np.searchsorted(np.asarray(item_db_ids, dtype=np.int64), joined["item"])
     return StudyFrame(
         response_id=joined["response_id"],
         worker=worker_codes.astype(np.int32),
