@@ -3,6 +3,8 @@ are left out of its filtered set, and their real answers are asked for again."""
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Collection
 
 from sqlalchemy import func, select, update
@@ -29,7 +31,15 @@ def study_qc(study: Study) -> QcConfig:
     raw = study.config.get("qc")
     if not raw:
         raw = get_hit_type(study.hit_type).validate_qc_config(None)
-    return parse_qc_config(raw)
+    return _parsed_qc(json.dumps(raw, sort_keys=True))
+
+
+# Every answer reads its study's QC settings; parsing them (a dozen rules) cost more than the
+# answer's SQL. Parsed settings are immutable (frozen dataclasses and tuples), so they are
+# kept per process by their text; an edited study has another text.
+@functools.lru_cache(maxsize=256)
+def _parsed_qc(text: str) -> QcConfig:
+    return parse_qc_config(json.loads(text))
 
 
 def blocked_by(session: Session, experimenter_id: int, worker_id: int) -> bool:

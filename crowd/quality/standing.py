@@ -14,7 +14,7 @@ import random
 from collections.abc import Collection, Hashable, Mapping
 from typing import Any
 
-from sqlalchemy import Select, func, insert, or_, select
+from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -287,44 +287,25 @@ def gold_confidence(results: list[float], config: QcConfig) -> GoldConfidence:
     return GoldConfidence(prior=config.gold.prior).fit(("w", a) for a in results)
 
 
-def gold_pick(
-    session: Session, study: Study, row: StudyWorker, seen: Any, category: str | None
-) -> Select[Any] | None:
-    """Which gold item to serve (a select of one item id), drawn at the worker's adaptive
-    gold rate: None when the draw says a real item (or no gold is left unseen: the select
-    then finds none).
+def gold_due(session: Session, study: Study, row: StudyWorker) -> bool:
+    """Whether the worker's next item is a gold item, drawn at the worker's adaptive gold
+    rate (crowd.work.assignments serves one unseen, of the category chosen or of none, so
+    gold never stands out by topic; a real item when none is left).
 
     The rate is the one the worker's last QC refresh computed (pooled over the HIT type's
-    studies), or computed here from the pooled gold record before the first refresh. With a
-    category chosen, only gold of that category (or of none) is served, so gold never stands
-    out by topic.
+    studies), or before the first refresh one computed here from the pooled gold record and
+    kept in the evidence until that refresh replaces it (a query and a fit saved on every
+    item until then).
     """
-    config = study_qc(study)
     rate = (row.evidence or {}).get("gold_rate")
-    if rate is None:  # until the worker's first QC refresh in this study
+    if rate is None:
+        config = study_qc(study)
         fitted = gold_confidence(gold_results(session, row.worker_id, study), config)
         alpha = fitted.alpha_.get("w", config.gold.prior[0])
         beta = fitted.beta_.get("w", config.gold.prior[1])
         rate = gold_rate(alpha, beta, config.gold)
-    if _GOLD_RANDOM.random() >= float(rate):
-        return None
-    return (
-        in_category(
-            select(Item.id).where(
-                Item.study_id == study.id, Item.kind == ItemKind.GOLD, Item.id.not_in(seen)
-            ),
-            category,
-        )
-        .order_by(func.random())
-        .limit(1)
-    )
-
-
-def in_category(query: Select[Any], category: str | None) -> Select[Any]:
-    """Items of the category the worker chose, or of none; all items without a choice."""
-    if category is None:
-        return query
-    return query.where(or_(Item.category == category, Item.category.is_(None)))
+        row.evidence = {**(row.evidence or {}), "gold_rate": rate}
+    return _GOLD_RANDOM.random() < float(rate)
 
 
 # -- the qualification gate --------------------------------------------------------------------

@@ -8,6 +8,7 @@ and its holder counter checked and raised before an assignment is added.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Mapping
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, and_, func, select, true, update
+from sqlalchemy import Integer, Select, String, and_, bindparam, func, or_, select, true, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased, joinedload
 from sqlalchemy.orm.attributes import set_committed_value
@@ -55,8 +56,9 @@ from crowd.storage import (
 from crowd.storage.outbox import RESPONSE_EXPLAINED, RESPONSE_STORED
 from crowd.work.counter import (
     count_columns,
+    default_target,
     item_counter,
-    open_items,
+    open_items_of,
     platform_items,
 )
 from tasks import HitType, get_hit_type
@@ -138,14 +140,24 @@ class _Context:
     open_before: int
 
 
-def _context(session: Session, study: Study, worker_id: int, category: str | None) -> _Context:
-    """The worker (locked: their requests for work queue up), their QC standing, open
-    assignment and block, how many items they were served (attention checks apart), the
-    next practice item, whether real work is left, and the counts of "item i of n"."""
+# The open assignment is joined under an alias, so the subqueries of the context statement,
+# which read the assignments table, are not correlated with it. Made once: an alias makes
+# its columns anew.
+_OPENED = aliased(Assignment, name="open_assignment")
+
+
+@functools.cache
+def _context_statement(by_category: bool) -> Select[Any]:
+    """The statement `_context` runs, with bound parameters for the request's values: study_id,
+    experimenter_id, worker_id, target (the study's default answers per item) and category.
+
+    Built once per process: building it (and an alias) cost more CPU than running it."""
+    study_id = bindparam("p_study_id", type_=Integer)
+    worker_id = bindparam("p_worker_id", type_=Integer)
+    target = bindparam("p_target", type_=Integer)
+    category = bindparam("p_category", type_=String) if by_category else None
     seen = select(Assignment.item_id).where(Assignment.worker_id == worker_id)
-    # The open assignment is joined under an alias, so the subqueries below, which read the
-    # assignments table, are not correlated with it.
-    opened = aliased(Assignment, name="open_assignment")
+    opened = _OPENED
     served = (
         select(
             func.count(Assignment.id),
@@ -154,27 +166,27 @@ def _context(session: Session, study: Study, worker_id: int, category: str | Non
         .join(Item, Item.id == Assignment.item_id)
         .where(
             Assignment.worker_id == worker_id,
-            Assignment.study_id == study.id,
+            Assignment.study_id == study_id,
             Item.kind != ItemKind.TRAINING,
         )
         .subquery()
     )
     training = (
         select(Item.id)
-        .where(Item.study_id == study.id, Item.kind == ItemKind.TRAINING, Item.id.not_in(seen))
+        .where(Item.study_id == study_id, Item.kind == ItemKind.TRAINING, Item.id.not_in(seen))
         .order_by(Item.rank, Item.id)
         .limit(1)
         .scalar_subquery()
     )
     blocked = (
         select(WorkerBlock.id)
-        .where(WorkerBlock.experimenter_id == study.experimenter_id,
+        .where(WorkerBlock.experimenter_id == bindparam("p_experimenter_id", type_=Integer),
                WorkerBlock.worker_id == worker_id)
         .exists()
     )  # fmt: skip
-    real_left = open_items(study, seen, category).exists()
-    done, open_real, open_extra = count_columns(study, worker_id, seen, category)
-    row = session.execute(
+    real_left = open_items_of(study_id, target, seen, category).exists()
+    done, open_real, open_extra = count_columns(study_id, target, worker_id, seen, category)
+    return (
         select(
             Worker, StudyWorker, opened, blocked, served.c[0], served.c[1], training, real_left,
             done, open_real, open_extra,
@@ -182,14 +194,35 @@ def _context(session: Session, study: Study, worker_id: int, category: str | Non
         .select_from(Worker)
         .join(served, true())
         .outerjoin(StudyWorker,
-                   and_(StudyWorker.study_id == study.id, StudyWorker.worker_id == Worker.id))
-        .outerjoin(opened, and_(opened.worker_id == Worker.id, opened.study_id == study.id,
+                   and_(StudyWorker.study_id == study_id, StudyWorker.worker_id == Worker.id))
+        .outerjoin(opened, and_(opened.worker_id == Worker.id, opened.study_id == study_id,
                                 opened.state == AssignmentState.ASSIGNED))
         .where(Worker.id == worker_id)
         .options(joinedload(opened.item))  # the page shows the open item
         .limit(1)
         .with_for_update(of=Worker)
-    ).first()  # fmt: skip
+    )  # fmt: skip
+
+
+def _serving_values(study: Study, worker_id: int, category: str | None) -> dict[str, Any]:
+    """The values of the bound parameters of serving's statements (those built once)."""
+    values: dict[str, Any] = {
+        "p_study_id": study.id,
+        "p_experimenter_id": study.experimenter_id,
+        "p_worker_id": worker_id,
+        "p_target": default_target(study),
+    }
+    if category is not None:
+        values["p_category"] = category
+    return values
+
+
+def _context(session: Session, study: Study, worker_id: int, category: str | None) -> _Context:
+    """The worker (locked: their requests for work queue up), their QC standing, open
+    assignment and block, how many items they were served (attention checks apart), the
+    next practice item, whether real work is left, and the counts of "item i of n"."""
+    values = _serving_values(study, worker_id, category)
+    row = session.execute(_context_statement(category is not None), values).first()
     if row is None:
         raise NotFound("unknown worker: join again to get a new worker token")
     return _Context(
@@ -269,45 +302,81 @@ def next_assignment(
             return served(_assign(session, study, worker, practice, platform_session), True)
     if quality.qualification_due(session, study, standing) == Qualification.FAILED:
         raise NoWorkLeft(NO_MORE_FOR_YOU)
-    seen = select(Assignment.item_id).where(Assignment.worker_id == worker.id)
     item: Item | None = None
+    values = _serving_values(study, worker.id, category)
+    by_category = category is not None
     rate = float(study.config.get("attention_rate", 0.0))
     if attention_due(rate, ctx.served, ctx.attention_served, standing.attention_phase) or (
         rate > 0 and doubt_check_due(standing)
     ):
-        item = _take(
-            session,
-            quality.in_category(
-                select(Item.id).where(
-                    Item.study_id == study.id,
-                    Item.kind == ItemKind.ATTENTION,
-                    Item.id.not_in(seen),
-                ),
-                category,
-            )
-            .order_by(func.random())
-            .limit(1),
-        )
-    if item is None and ctx.real_left:  # gold checks the worker's real work: none, no gold
-        gold = quality.gold_pick(session, study, standing, seen, category)
-        if gold is not None:
-            item = _take(session, gold)
+        item = _take_by(session, _claim_statement(ItemKind.ATTENTION, by_category), values)
+    # Gold checks the worker's real work: none, no gold.
+    if item is None and ctx.real_left and quality.gold_due(session, study, standing):
+        item = _take_by(session, _claim_statement(ItemKind.GOLD, by_category), values)
     if item is None and ctx.real_left:
-        item = _claim_real_item(session, study, seen, category)
+        item = _claim_real_item(session, study, values)
     if item is None:
         raise NoWorkLeft(NO_MORE_FOR_YOU)
     return served(_assign(session, study, worker, item, platform_session), True)
 
 
+# Serving's statements take items with their holder counter raised and the item read back.
+_TAKE_OPTIONS = {"synchronize_session": False, "populate_existing": True}
+
+
 def _take(session: Session, pick: Select[Any]) -> Item | None:
     """The item `pick` selects (one id), its holder counter raised: one statement."""
-    return session.scalars(
+    return _take_by(session, _take_statement(pick), {})
+
+
+def _take_statement(pick: Select[Any]) -> Any:
+    return (
         update(Item)
         .where(Item.id == pick.scalar_subquery())
         .values(holders=Item.holders + 1)
-        .returning(Item),
-        execution_options={"synchronize_session": False, "populate_existing": True},
-    ).first()
+        .returning(Item)
+    )
+
+
+def _take_by(session: Session, statement: Any, values: dict[str, Any]) -> Item | None:
+    return session.scalars(statement, values, execution_options=_TAKE_OPTIONS).first()
+
+
+@functools.cache
+def _claim_statement(
+    kind: ItemKind, by_category: bool, shuffle: bool = True, skip_locked: bool | None = None
+) -> Any:
+    """The statement that takes an item of `kind` the worker has not seen, with bound
+    parameters study_id, worker_id, target and category (when `by_category`); built once
+    per process, as the context statement is.
+
+    Real items: one under its target (crowd.work.counter.open_items), of the category;
+    lower ranks first (one group after another), within a rank items that have some
+    annotations (so items get finished), then at random (`shuffle`) or by id; locked
+    (`skip_locked` as asked). Gold and attention items: any unseen one, at random, of the
+    category or of none (so gold never stands out by topic).
+    """
+    study_id = bindparam("p_study_id", type_=Integer)
+    seen = select(Assignment.item_id).where(
+        Assignment.worker_id == bindparam("p_worker_id", type_=Integer)
+    )
+    category = bindparam("p_category", type_=String) if by_category else None
+    if kind == ItemKind.REAL:
+        target = bindparam("p_target", type_=Integer)
+        pick = open_items_of(study_id, target, seen, category).order_by(
+            Item.rank, Item.holders.desc(), func.random() if shuffle else Item.id
+        )
+    else:
+        pick = select(Item.id).where(
+            Item.study_id == study_id, Item.kind == kind, Item.id.not_in(seen)
+        )
+        if category is not None:
+            pick = pick.where(or_(Item.category == category, Item.category.is_(None)))
+        pick = pick.order_by(func.random())
+    pick = pick.limit(1)
+    if skip_locked is not None:
+        pick = pick.with_for_update(skip_locked=skip_locked)
+    return _take_statement(pick)
 
 
 def _assign(
@@ -333,39 +402,35 @@ def _assign(
     return assignment
 
 
-def _claim_real_item(
-    session: Session, study: Study, seen: Any, category: str | None
-) -> Item | None:
-    """Take a slot of an item under its target, preferring items already started: the item
-    is picked, locked and its holder counter raised in one statement."""
-    # Lower ranks first (one group after another); within a rank, items that have some
-    # annotations come first, so items get finished; then by id or at random.
+def _claim_real_item(session: Session, study: Study, values: dict[str, Any]) -> Item | None:
+    """Take a slot of a real item under its target: the item is picked, locked and its
+    holder counter raised in one statement (`_claim_statement`)."""
     shuffle = get_hit_type(study.hit_type).shuffle_items(study.config)
-    pick = (
-        open_items(study, seen, category)
-        .order_by(Item.rank, Item.holders.desc(), func.random() if shuffle else Item.id)
-        .limit(1)
-    )
+    by_category = "p_category" in values
     # First skip items other requests hold locked (PostgreSQL), so concurrent workers spread
     # out; then wait for them, so nobody hears "nothing left" while items are busy. The lock
     # re-reads a waited-for item, which is passed over if it filled up meanwhile.
     for skip_locked in (True, False):
-        item = _take(session, pick.with_for_update(skip_locked=skip_locked))
+        claim = _claim_statement(ItemKind.REAL, by_category, shuffle, skip_locked)
+        item = _take_by(session, claim, values)
         if item is not None:
             return item
     return None
 
 
+# One statement: the assignment (its row locked), its item and the item's study, which
+# every step reads (built once, as serving's statements are).
+_LOAD_ASSIGNMENT = (
+    select(Assignment)
+    .where(Assignment.id == bindparam("assignment_id", type_=Integer))
+    .options(joinedload(Assignment.item, innerjoin=True).joinedload(Item.study, innerjoin=True))
+    .with_for_update(of=Assignment)
+)
+
+
 def load_assignment(session: Session, assignment_id: int, worker_id: int) -> Assignment:
     """The worker's own assignment, locked for update; others' look like missing ones."""
-    # One statement: the assignment (its row locked), its item and the item's study, which
-    # every step reads.
-    assignment = session.scalar(
-        select(Assignment)
-        .where(Assignment.id == assignment_id)
-        .options(joinedload(Assignment.item, innerjoin=True).joinedload(Item.study, innerjoin=True))
-        .with_for_update(of=Assignment)
-    )
+    assignment = session.scalar(_LOAD_ASSIGNMENT, {"assignment_id": assignment_id})
     if assignment is None or assignment.worker_id != worker_id:
         raise NotFound(f"no assignment {assignment_id} for this worker")
     if assignment.state == AssignmentState.ASSIGNED:
@@ -495,10 +560,12 @@ def store_response(
     assignment.submitted_at = now
     session.add(response)
     try:
-        with session.begin_nested():
-            session.flush()
+        session.flush()
     except IntegrityError:
-        # The unique (item, worker) constraint: this worker answered the item already.
+        # The unique (item, worker) constraint: this worker answered the item already. The
+        # request's transaction rolls back whole (no savepoint: it would cost two statements
+        # on every answer for a case that serving, which never hands out a seen item, rules
+        # out).
         raise InvalidAction("you have already answered this item") from None
     if assignment.platform_session_id is not None:
         session.execute(

@@ -23,20 +23,30 @@ from crowd.storage import (
 DEFAULT_ITEMS_PER_SESSION = 10
 
 
+def default_target(study: Study) -> int:
+    """How many answers an item without a target of its own gets."""
+    return int(study.config.get("annotations_per_item", 1))
+
+
 def open_items(study: Study, seen: Any, category: str | None) -> Select[Any]:
     """The ids of real items under their target that the worker has not seen.
 
     Gold items are not among them: they are served at each worker's gold rate, to any number
-    of workers (see quality.gold_pick).
+    of workers (see quality.gold_due).
     """
-    default_target = int(study.config.get("annotations_per_item", 1))
+    return open_items_of(study.id, default_target(study), seen, category or None)
+
+
+def open_items_of(study_id: Any, target: Any, seen: Any, category: Any) -> Select[Any]:
+    """`open_items` from values or bound parameters (a statement built once and run with
+    each request's values: crowd.work.assignments); no category filter when it is None."""
     query = select(Item.id).where(
-        Item.study_id == study.id,
+        Item.study_id == study_id,
         Item.kind == ItemKind.REAL,
-        Item.holders < func.coalesce(Item.target, default_target),
+        Item.holders < func.coalesce(Item.target, target),
         Item.id.not_in(seen),
     )
-    if category:
+    if category is not None:
         query = query.where(Item.category == category)
     return query
 
@@ -50,17 +60,20 @@ def platform_items(session: Session, platform_session: PlatformSession) -> int:
 
 
 def count_columns(
-    study: Study, worker_id: int, seen: Any, category: str | None
+    study_id: Any, target: Any, worker_id: Any, seen: Any, category: Any
 ) -> tuple[ScalarSelect[Any], ScalarSelect[Any], ScalarSelect[Any]]:
     """The counts "item i of n" rests on, as columns for a statement that reads more: the
     worker's answers in the study, the real items open to them and the practice, gold and
-    attention items they have not seen (in their category)."""
+    attention items they have not seen (in their category, unless it is None). Values or
+    bound parameters, as `open_items_of`."""
     done = select(func.count(Response.id)).where(
-        Response.worker_id == worker_id, Response.study_id == study.id
+        Response.worker_id == worker_id, Response.study_id == study_id
     )
-    real = select(func.count()).select_from(open_items(study, seen, category).subquery())
+    real = select(func.count()).select_from(
+        open_items_of(study_id, target, seen, category).subquery()
+    )
     extra = select(func.count(Item.id)).where(
-        Item.study_id == study.id,
+        Item.study_id == study_id,
         Item.kind.in_((ItemKind.TRAINING, ItemKind.GOLD, ItemKind.ATTENTION)),
         Item.id.not_in(seen),
     )

@@ -127,6 +127,32 @@ def test_a_repeated_submission_returns_the_stored_result(
         assert session.scalar(select(func.count(OutboxEvent.id))) == 1
 
 
+def test_a_second_answer_to_an_item_is_refused_and_changes_nothing(
+    client: FlaskClient, auth: dict[str, str], make_study: Any, db: Database
+) -> None:
+    """One answer per worker and item: should the worker's answer to the item be stored
+    already (written by hand here, past serving, which never hands out a seen item),
+    storing another is a 409 and the whole step rolls back."""
+    study_id = make_study([passage("a", 2, n=3)])
+    who = join(client, auth)
+    view = step(client, who, start(client, who, study_id), "human").get_json()
+    with db.session() as session:
+        open_one = session.get(Assignment, view["assignment_id"])
+        assert open_one is not None
+        progress = dict(open_one.progress)
+        session.add(Response(study_id=study_id, item_id=open_one.item_id,
+                             worker_id=open_one.worker_id, answer={"guess": 1}, events=[],
+                             qc_flags={}))  # fmt: skip
+    refused = step(client, who, view, "machine")
+    assert refused.status_code == 409, refused.get_json()
+    assert "already answered this item" in str(refused.get_json()), refused.get_json()
+    with db.session() as session:
+        assert session.scalar(select(func.count(Response.id))) == 1
+        assert session.scalar(select(func.count(OutboxEvent.id))) == 0
+        kept = session.get(Assignment, view["assignment_id"])
+        assert kept is not None and kept.state == "assigned" and kept.progress == progress
+
+
 def test_a_replayed_step_reveals_nothing_new(
     client: FlaskClient, auth: dict[str, str], make_study: Any
 ) -> None:
