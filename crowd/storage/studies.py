@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from crowd.storage.base import Base, utcnow
@@ -50,7 +50,10 @@ class Item(Base):
     __tablename__ = "items"
     __table_args__ = (
         UniqueConstraint("study_id", "external_id"),
-        Index("ix_items_study_kind", "study_id", "kind"),
+        # Serving's statements (crowd.work): the open items counted (read from the index
+        # alone) and the next item taken in serving order without sorting the study's items.
+        Index("ix_items_open", "study_id", "kind", "holders", "target"),
+        Index("ix_items_serving", "study_id", "kind", "rank", text("holders DESC"), "id"),
         Index("ix_items_study_holders", "study_id", "holders"),
     )
 
