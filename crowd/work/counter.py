@@ -39,7 +39,7 @@ def open_items(study: Study, seen: Any, category: str | None) -> Select[Any]:
 
 def open_items_of(study_id: Any, target: Any, seen: Any, category: Any) -> Select[Any]:
     """`open_items` from values or bound parameters (a statement built once and run with
-    each request's values: crowd.work.assignments); no category filter when it is None."""
+    each request's values: crowd.work.serving); no category filter when it is None."""
     query = select(Item.id).where(
         Item.study_id == study_id,
         Item.kind == ItemKind.REAL,
