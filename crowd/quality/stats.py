@@ -157,7 +157,7 @@ def covered(session: Session, response_id: int) -> bool:
     return through is not None and through >= response_id
 
 
-@on_event(RESPONSES_IMPORTED, order=QC_REFRESH)
+@on_event(RESPONSES_IMPORTED, order=QC_REFRESH, batched=False)
 def refresh_after_import(session: Session, event: Event) -> None:
     """Answers were imported: the numbers and QC standing of every worker they came from.
 
@@ -165,8 +165,9 @@ def refresh_after_import(session: Session, event: Event) -> None:
     set), so the report this event refreshes already leaves out those the rules exclude.
     One event refreshes RATERS_PER_JOB raters in its transaction and passes the others on
     in an event of its own, so a large import (a RoFT release of 200,000 answers) never
-    holds the write lock for long or outlives its job's timeout; each event, the last
-    included, requests the report after its commit.
+    holds the write lock for long or outlives its job's timeout (so its events never join
+    another event's batch, crowd.queue.jobs); each event, the last included, requests the
+    report after its commit.
     """
     study = session.get(Study, int(event.payload["study_id"]))
     if study is None:

@@ -6,13 +6,17 @@ worker and the app import the feature modules by name (crowd.plugins.load_featur
 queue itself imports no feature. Three kinds of event handlers:
 
 - `on_event(topic, order=...)`: runs inside the transaction that marks the outbox event
-  processed, in `order` (lowest first; ties in registration order). The QC refresh of a
+  handled, in `order` (lowest first; ties in registration order). The QC refresh of a
   worker runs at QC_REFRESH, before everything that reacts to its outcome (AFTER_QC and
   later), so that blocks its rules just made are seen by the webhooks and the Scale
-  completion of the same answer.
+  completion of the same answer. A queue job takes the other pending events of such topics
+  with its own (crowd.queue.jobs: a batch, in id order, one transaction), so a handler may
+  see the work of earlier events' handlers not yet committed; `batched=False` keeps a
+  topic's events out of other events' batches (each is a job's worth of work).
 - `after_event(topic, order=...)`: runs after that transaction committed, in a queue job,
   with the job's Redis connection; for enqueueing follow-up jobs (a report refresh, a
-  judge, a training run). ANY_TOPIC registers for every event.
+  judge, a training run). ANY_TOPIC registers for every event. Once per event, as a rule
+  (a job cut off midway runs them again): they are safe to run twice.
 - `own_transaction(topic)`: the one handler of a topic whose work must not hold a
   transaction open (a call to a crowd platform that can take seconds). It opens its own;
   the event is marked processed after it returns, and it raises to have the job retried.
@@ -64,6 +68,7 @@ class _Entry:
     order: int
     serial: int
     handler: Callable[..., Any]
+    batched: bool = True
 
 
 _in_transaction: dict[str, list[_Entry]] = {}
@@ -76,23 +81,32 @@ def _name(fn: Callable[..., Any]) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
-def _add(table: dict[str, list[_Entry]], topics: tuple[str, ...], order: int, fn: Any) -> None:
+def _add(
+    table: dict[str, list[_Entry]],
+    topics: tuple[str, ...],
+    order: int,
+    fn: Any,
+    batched: bool = True,
+) -> None:
     if not topics:
         raise RegistryError(f"{_name(fn)} names no outbox topic to handle")
     for topic in topics:
         # A module imported again (importlib.reload) replaces its own handlers.
         entries = [e for e in table.get(topic, []) if _name(e.handler) != _name(fn)]
-        entries.append(_Entry(order, next(_serial), fn))
+        entries.append(_Entry(order, next(_serial), fn, batched))
         table[topic] = sorted(entries, key=lambda entry: (entry.order, entry.serial))
 
 
-def on_event(*topics: str, order: int = AFTER_QC) -> Callable[[InTransactionT], InTransactionT]:
-    """Register `fn(session, event)` for `topics`, inside the event's transaction."""
+def on_event(
+    *topics: str, order: int = AFTER_QC, batched: bool = True
+) -> Callable[[InTransactionT], InTransactionT]:
+    """Register `fn(session, event)` for `topics`, inside the event's transaction; with
+    `batched=False` the topics' events never join another event's batch."""
 
     def register(fn: InTransactionT) -> InTransactionT:
         if ANY_TOPIC in topics:
             raise RegistryError("in-transaction handlers name their topics")
-        _add(_in_transaction, topics, order, fn)
+        _add(_in_transaction, topics, order, fn, batched)
         return fn
 
     return register
@@ -135,6 +149,16 @@ def after_commit_handlers(topic: str) -> list[AfterCommit]:
 
 def own_transaction_handler(topic: str) -> OwnTransaction | None:
     return _own_transaction.get(topic)
+
+
+def batched_topics() -> list[str]:
+    """The topics whose events a job may take into its batch: those with handlers in the
+    transaction, every one of them batched, and no handler of their own transactions."""
+    return sorted(
+        topic
+        for topic, entries in _in_transaction.items()
+        if entries and all(entry.batched for entry in entries) and topic not in _own_transaction
+    )
 
 
 def known_topic(topic: str) -> bool:

@@ -9,8 +9,8 @@ task's type (crowd.scale.params.task_response). Then the task's callback is sche
 retried delivery (crowd.delivery.signed) carrying Scale's `scale-callback-auth` header; its outcome
 sets the task's `callback_succeeded`.
 
-Runs in the queue job of each stored answer (crowd.queue.jobs.process_event), after the QC
-refresh of the answering worker; running it twice completes nothing twice.
+Runs when the queue handles each stored answer's outbox event (crowd.queue.jobs.process_event),
+after the QC refresh of the answering worker; running it twice completes nothing twice.
 """
 
 from __future__ import annotations

@@ -424,7 +424,7 @@ def refresh_report(study_id: int) -> str:
 
     The analysis runs in a read-only session, so on SQLite it holds no lock while answers
     keep coming; only storing the result writes. The workers' QC standing it reads was
-    refreshed by the job of each response (crowd.quality.stats's event handlers).
+    refreshed by each response's outbox event (crowd.quality.stats's event handlers).
     """
     ctx = context()
     with ctx.db.read_session() as session:
