@@ -176,11 +176,13 @@ def run(args: argparse.Namespace, database_url: str, engine: str) -> dict[str, A
     during = [(t, left) for t, _, left in samples if t <= load_end]
     second_half = [(t, left) for t, left in during if t >= load_end / 2]
     drained = next((t for t, _, left in samples if t > load_end and left == 0), None)
-    seconds = max(result.finished - result.started, 1e-9)
+    # Both rates from the same samples over the same window: answers stored (one outbox
+    # event each) and events processed, each the slope of its count during the load.
+    stored = [(t, total) for t, total, _ in samples if t <= load_end]
     processed = [(t, total - left) for t, total, left in samples if t <= load_end]
     return {
         "engine": engine,
-        "answers_per_s": result.answers / seconds,
+        "answers_per_s": slope(stored),
         "events_per_s": slope(processed),
         "backlog_end": during[-1][1] if during else None,
         "backlog_peak": max((left for _, left in during), default=None),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Integer, Select, String, and_, bindparam, func, or_, select, true, update
-from sqlalchemy.orm import Session, aliased, joinedload
+from sqlalchemy.orm import Session, aliased, defer, joinedload
 
 from crowd.exceptions import NotFound
 from crowd.storage import (
@@ -101,7 +101,9 @@ def _context_statement(by_category: bool) -> Select[Any]:
         .outerjoin(opened, and_(opened.worker_id == Worker.id, opened.study_id == study_id,
                                 opened.state == AssignmentState.ASSIGNED))
         .where(Worker.id == worker_id)
-        .options(joinedload(opened.item))  # the page shows the open item
+        # The page shows the open item; serving never reads the worker's numbers and flags
+        # (JSON that grows with every study they join), so they are left for a lazy load.
+        .options(joinedload(opened.item), defer(Worker.stats), defer(Worker.qc_flags))
         .limit(1)
         .with_for_update(of=Worker)
     )  # fmt: skip
