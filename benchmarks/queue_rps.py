@@ -233,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         help="most seconds to wait for the worker to listen",
     )
     parser.add_argument("--postgres", action="store_true", help="also on PostgreSQL `bench`")
+    parser.add_argument("--skip-sqlite", action="store_true", help="PostgreSQL only")
     parser.add_argument("--pg-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/bench")
     parser.add_argument("--redis-url", default=DEFAULT_REDIS)
     parser.add_argument("--no-write", action="store_true")
@@ -246,8 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(),
         "load": " / ".join(f"{v:.1f}" for v in os.getloadavg()),
     }
-    rows = [run(args, f"sqlite:///{OUT_DIR / 'crowd.db'}", "SQLite")]
-    if args.postgres:
+    rows = [] if args.skip_sqlite else [run(args, f"sqlite:///{OUT_DIR / 'crowd.db'}", "SQLite")]
+    if args.postgres or args.skip_sqlite:
         reset_postgres(args.pg_url)
         rows.append(run(args, args.pg_url, "PostgreSQL"))
     flush_redis(args.redis_url)

@@ -14,7 +14,7 @@ import random
 from collections.abc import Collection, Hashable, Mapping
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import case, insert, null, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -204,12 +204,13 @@ def qc_rows(
     An imported response stored without QC facts (before imports had them, or by the LLM
     rater) gets them here from its item, so its rater is judged like everyone else.
     """
-    # Columns, not entities: a large import's rows are read without each item's content.
+    # Columns, not entities: a large import's rows are read without each item's content; the
+    # answer only where the facts are missing (decoding every answer's JSON cost more than
+    # the rest of the read).
     query = (
         select(
             Response.id,
             Response.worker_id,
-            Response.answer,
             Response.qc_flags,
             Response.explanation,
             Response.source,
@@ -224,21 +225,31 @@ def qc_rows(
     )
     if worker_ids is not None:
         query = query.where(Response.worker_id.in_(sorted(set(worker_ids))))
-    hit: HitType | None = None
-    config: QcConfig | None = None
-    items: dict[int, Item] = {}
+    found_rows = session.execute(query).all()
+    missing = [found.id for found in found_rows if "chars_shown" not in (found.qc_flags or {})]
+    facts: dict[int, dict[str, Any]] = {}
+    if missing:
+        hit, config = get_hit_type(study.hit_type), study_qc(study)
+        items = {
+            item.id: item for item in session.scalars(select(Item).where(Item.study_id == study.id))
+        }
+        # The same responses again with their answers (not by id: an import's can be many
+        # more than a statement takes parameters).
+        wanted = set(missing)
+        answers = select(Response.id, Response.item_id, Response.answer).where(
+            Response.study_id == study.id
+        )
+        if worker_ids is not None:
+            answers = answers.where(Response.worker_id.in_(sorted(set(worker_ids))))
+        for response_id, item_id, answer in session.execute(answers):
+            if response_id not in wanted:
+                continue
+            facts[response_id] = response_facts(hit, items[item_id], answer, None, config)
     rows = []
-    for found in session.execute(query).all():
+    for found in found_rows:
         flags = found.qc_flags or {}
-        if "chars_shown" not in flags:
-            hit = hit or get_hit_type(study.hit_type)
-            config = config or study_qc(study)
-            items = items or {
-                item.id: item
-                for item in session.scalars(select(Item).where(Item.study_id == study.id))
-            }
-            item = items[found.item_id]
-            flags = {**response_facts(hit, item, found.answer, None, config), **flags}
+        if found.id in facts:
+            flags = {**facts[found.id], **flags}
         row = _qc_row(
             found.id, str(found.worker_id), found.external_id, str(found.kind), flags,
             found.explanation,
@@ -402,7 +413,9 @@ def crowd_metrics(
             Response.worker_id,
             Item.external_id,
             Item.kind,
-            Item.expected,
+            # Only gold and attention items' truth is read: a real item's expected answer (the
+            # study's most) would be decoded from JSON for nothing.
+            case((Item.kind != ItemKind.REAL, Item.expected), else_=null()),
             Response.answer,
             Response.explanation,
         )  # fmt: skip
