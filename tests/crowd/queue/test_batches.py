@@ -88,7 +88,9 @@ def states(db: Database) -> dict[int, tuple[bool, bool]]:
         return {
             event_id: (handled is not None, processed is not None)
             for event_id, handled, processed in session.execute(
-                select(OutboxEvent.id, OutboxEvent.handled_at, OutboxEvent.processed_at)
+                select(OutboxEvent.id, OutboxEvent.handled_at, OutboxEvent.processed_at).order_by(
+                    OutboxEvent.id
+                )
             )
         }
 
