@@ -385,9 +385,8 @@ def _decide(
     confidence: dict[str, float] = {}
     for task, row in zip(probas.index, probas.to_numpy(dtype=float), strict=True):
         top = float(np.nanmax(row))
-        chosen[tasks[int(task)]] = sorted_values([columns[i] for i in np.flatnonzero(row == top)])[
-            0
-        ]
+        tied = [columns[i] for i in np.flatnonzero(row == top)]
+        chosen[tasks[int(task)]] = sorted_values(tied)[0]
         confidence[tasks[int(task)]] = top
     return chosen, confidence
 

@@ -14,7 +14,7 @@ import random
 from collections.abc import Collection, Hashable, Mapping
 from typing import Any
 
-from sqlalchemy import case, insert, null, select
+from sqlalchemy import case, insert, null, select, true
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -223,10 +223,10 @@ def qc_rows(
         .where(Response.study_id == study.id)
         .order_by(Response.created_at, Response.id)
     )
-    if worker_ids is not None:
-        query = query.where(Response.worker_id.in_(sorted(set(worker_ids))))
-    found_rows = session.execute(query).all()
-    missing = [found.id for found in found_rows if "chars_shown" not in (found.qc_flags or {})]
+    # Of the workers asked for, or of everyone.
+    whose = true() if worker_ids is None else Response.worker_id.in_(sorted(set(worker_ids)))
+    found_rows = session.execute(query.where(whose)).all()
+    missing = {found.id for found in found_rows if "chars_shown" not in (found.qc_flags or {})}
     facts: dict[int, dict[str, Any]] = {}
     if missing:
         hit, config = get_hit_type(study.hit_type), study_qc(study)
@@ -235,16 +235,13 @@ def qc_rows(
         }
         # The same responses again with their answers (not by id: an import's can be many
         # more than a statement takes parameters).
-        wanted = set(missing)
-        answers = select(Response.id, Response.item_id, Response.answer).where(
-            Response.study_id == study.id
-        )
-        if worker_ids is not None:
-            answers = answers.where(Response.worker_id.in_(sorted(set(worker_ids))))
-        for response_id, item_id, answer in session.execute(answers):
-            if response_id not in wanted:
-                continue
-            facts[response_id] = response_facts(hit, items[item_id], answer, None, config)
+        for response_id, item_id, answer in session.execute(
+            select(Response.id, Response.item_id, Response.answer).where(
+                Response.study_id == study.id, whose
+            )
+        ):
+            if response_id in missing:
+                facts[response_id] = response_facts(hit, items[item_id], answer, None, config)
     rows = []
     for found in found_rows:
         flags = found.qc_flags or {}

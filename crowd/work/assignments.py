@@ -138,7 +138,8 @@ def next_assignment(
     """
     if study.status != StudyStatus.PUBLISHED:
         raise StudyNotOpen(f"study {study.id} is {study.status}, not open for work")
-    ctx = serving.read_context(session, study, worker_id, category)
+    values = serving.serving_values(study, worker_id, category)
+    ctx = serving.read_context(session, values)
     worker = ctx.worker
     if worker.status == WorkerStatus.BLOCKED:
         raise PermissionDenied("this worker account is blocked from our studies")
@@ -190,7 +191,6 @@ def next_assignment(
     if quality.qualification_due(session, study, standing) == Qualification.FAILED:
         raise NoWorkLeft(NO_MORE_FOR_YOU)
     item: Item | None = None
-    values = serving.serving_values(study, worker.id, category)
     rate = float(study.config.get("attention_rate", 0.0))
     if attention_due(rate, ctx.served, ctx.attention_served, standing.attention_phase) or (
         rate > 0 and doubt_check_due(standing)

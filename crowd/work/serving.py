@@ -122,12 +122,12 @@ def serving_values(study: Study, worker_id: int, category: str | None) -> dict[s
     return values
 
 
-def read_context(session: Session, study: Study, worker_id: int, category: str | None) -> Context:
+def read_context(session: Session, values: dict[str, Any]) -> Context:
     """The worker (locked: their requests for work queue up), their QC standing, open
     assignment and block, how many items they were served (attention checks apart), the
-    next practice item, whether real work is left, and the counts of "item i of n"."""
-    values = serving_values(study, worker_id, category)
-    row = session.execute(_context_statement(category is not None), values).first()
+    next practice item, whether real work is left, and the counts of "item i of n"; for
+    the `serving_values` of the study, worker and category."""
+    row = session.execute(_context_statement("p_category" in values), values).first()
     if row is None:
         raise NotFound("unknown worker: join again to get a new worker token")
     return Context(
