@@ -22,8 +22,21 @@ over the whole study's explanations. People who
 write their own words almost never match, so two matches convict; a crowd that writes from
 a few stock phrases ("Sentence 3 repeats itself.") matches often, and needs many more.
 
-Pairs found are joined into groups (connected components), so a reviewer sees who works
-together.
+A ring of four who each answer a third of the items shares too few with any one partner for
+a pair to be convicted once the level is corrected for hundreds of pairs. So each worker is
+also tested against groups: the components of a loose screen (pairs improbable at
+`screen_alpha`, uncorrected) formed among the *other* workers, the worker left out, so the
+group does not depend on the worker's own answers. Over every task the worker shares with
+any member, a match is giving the group's label, and its chance is what the worker would give
+independently (the one-coin model, the truth's posterior from the workers outside the group
+and the worker; tasks with fewer than two such witnesses and no known truth are left out).
+Given everyone else's answers that test is exact, and the family, Bonferroni-corrected, is the
+(worker, group) pairs that can be tested: tens, where the pairs are hundreds. A ring member
+against the rest of the ring shares about all of their tasks: 25 matches in 25 at a chance
+near 0.3 is p near 1e-13. Known answers (gold) are the truth's posterior where given.
+
+Pairs and group tests found are joined into groups (connected components), so a reviewer
+sees who works together.
 
 Example:
     >>> truth = {f"t{i}/best": i % 4 for i in range(20)}
@@ -73,12 +86,17 @@ class Collusion:
     pairs tested; min_excess: matches beyond the expected a pair needs at least;
     min_same_explanations: identical explanations on shared items that convict on their own,
     when also improbable at `alpha` (Bonferroni) for independent writers of this crowd.
-    `focus`: test only pairs with a worker in it (None: every pair).
+    `focus`: report only pairs with a worker in it, and test only its workers against
+    groups (None: everyone); every pair is still tested for the screen. `truth`: task ->
+    known answer. screen_alpha: the uncorrected level of the screen that forms the groups;
+    max_group: the largest group tested (a large component is the crowd, not a ring).
 
     Fitted: pairs_ (one dict per convicted pair: workers, shared, matches, expected,
-    p_value, same_explanations, same_expected, same_p_value), partners_ (worker -> sorted
-    partners), groups_ (sorted lists of workers), tested_ (pairs sharing enough tasks, focus
-    or not).
+    p_value, same_explanations, same_expected, same_p_value), group_tests_ (one dict per
+    worker convicted against a group: worker, group, shared, matches, expected, p_value),
+    partners_ (worker -> sorted partners: of a convicted pair, or the group a worker was
+    convicted against), groups_ (sorted lists of workers), tested_ (pairs sharing enough
+    tasks, focus or not).
     """
 
     ordinal: bool = False
@@ -86,18 +104,23 @@ class Collusion:
     alpha: float = 1e-3
     min_excess: float = 3.0
     min_same_explanations: int = 2
+    screen_alpha: float = 1e-3
+    max_group: int = 8
     pairs_: list[dict[str, Any]] = field(default_factory=list, init=False)
     partners_: dict[str, list[str]] = field(default_factory=dict, init=False)
     groups_: list[list[str]] = field(default_factory=list, init=False)
     tested_: int = field(default=0, init=False)
+    group_tests_: list[dict[str, Any]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
-        for name in ("min_shared", "min_same_explanations"):
+        for name, least in (("min_shared", 1), ("min_same_explanations", 1), ("max_group", 2)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a whole number of 1 or more, got {value!r}")
-        if not 0 < self.alpha < 1:
-            raise ValueError(f"alpha must be between 0 and 1 (exclusive), got {self.alpha!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{name} must be a whole number of {least} or more, got {value!r}")
+        for name in ("alpha", "screen_alpha"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+                raise ValueError(f"{name} must be between 0 and 1 (exclusive), got {value!r}")
         if isinstance(self.min_excess, bool) or not isinstance(self.min_excess, int | float):
             raise ValueError(f"min_excess must be a number, got {self.min_excess!r}")
 
@@ -108,6 +131,7 @@ class Collusion:
         skills: Mapping[str, float] | None = None,
         focus: Collection[str] | None = None,
         consensus: Mapping[str, Hashable] | None = None,
+        truth: Mapping[str, Hashable] | None = None,
     ) -> Collusion:
         by_task: dict[str, dict[str, Hashable]] = {}
         for task, worker, label in answers:
@@ -117,13 +141,16 @@ class Collusion:
             universe.setdefault(_question(task), set()).update(given.values())
         labels = {q: sorted(v, key=repr) for q, v in universe.items()}
         skill = {w: (skills or {}).get(w, _DEFAULT_SKILL) for g in by_task.values() for w in g}
+        known = {t: z for t, z in (truth or {}).items() if t in by_task}
         tasks_of: dict[str, set[str]] = {}
         for task, given in by_task.items():
             for worker in given:
                 tasks_of.setdefault(worker, set()).add(task)
         texts = {key: text for key, text in (explanations or {}).items() if text}
         writing = _Writing(texts)
-        offsets = _offsets(by_task, consensus or {}) if self.ordinal else {}
+        centre = {**(consensus or {}), **known}
+        offsets = _offsets(by_task, centre) if self.ordinal else {}
+        board = _Board(by_task, labels, skill, known)
         # Tasks each pair shares, counted task by task (no pair that shares none is visited).
         together: Counter[tuple[str, str]] = Counter()
         for given in by_task.values():
@@ -131,22 +158,94 @@ class Collusion:
         candidates = sorted(pair for pair, n in together.items() if n >= self.min_shared)
         self.tested_ = len(candidates)
         wanted = None if focus is None else {str(w) for w in focus}
+        # Every pair is tested, focus or not: the loose screen below needs them all.
         self.pairs_ = []
+        screen: dict[str, set[str]] = {}
         for a, b in candidates:
-            if wanted is not None and a not in wanted and b not in wanted:
-                continue
             shared = sorted(tasks_of[a] & tasks_of[b])
-            found = self._test(a, b, shared, by_task, labels, skill, writing, offsets)
-            if found is not None:
+            found = self._test(a, b, shared, by_task, board, skill, writing, offsets)
+            if found.pop("screened"):
+                screen.setdefault(a, set()).add(b)
+                screen.setdefault(b, set()).add(a)
+            if found.pop("convicted") and (wanted is None or a in wanted or b in wanted):
                 self.pairs_.append(found)
         partners: dict[str, set[str]] = {}
         for pair in self.pairs_:
             a, b = pair["workers"]
             partners.setdefault(a, set()).add(b)
             partners.setdefault(b, set()).add(a)
+        self.group_tests_ = self._test_groups(
+            screen, wanted, tasks_of, by_task, board, skill, offsets, centre
+        )
+        for found in self.group_tests_:
+            partners.setdefault(found["worker"], set()).update(found["group"])
         self.partners_ = {w: sorted(p) for w, p in sorted(partners.items())}
-        self.groups_ = _components(partners)
+        self.groups_ = _components(_undirected(partners))
         return self
+
+    def _test_groups(
+        self,
+        screen: Mapping[str, set[str]],
+        wanted: set[str] | None,
+        tasks_of: Mapping[str, set[str]],
+        by_task: Mapping[str, Mapping[str, Hashable]],
+        board: _Board,
+        skill: Mapping[str, float],
+        offsets: Mapping[str, Mapping[float, float]],
+        centre: Mapping[str, Hashable],
+    ) -> list[dict[str, Any]]:
+        """Each worker against the groups the loose screen finds among the *other* workers
+        (so a group does not depend on the worker's own answers): on every task the worker
+        shares with the group, a match is giving the group's label (its members' most
+        common), and its chance is what the worker would give independently, with the
+        truth's posterior from the workers outside the group and the worker. Exact given
+        everyone else's answers; Bonferroni over every (worker, group) pair testable."""
+        components = [g for g in _components(screen) if len(g) >= 2]
+        plans: list[tuple[str, list[str], list[str]]] = []
+        for worker in sorted(tasks_of):
+            groups = [g for g in components if worker not in g]
+            own = next((g for g in components if worker in g), None)
+            if own is not None:
+                rest = {w: screen[w] - {worker} for w in own if w != worker}
+                groups += [g for g in _components(rest) if len(g) >= 2]
+            for group in groups:
+                if len(group) > self.max_group:
+                    continue
+                near = set[str]().union(*(tasks_of[g] for g in group)) & tasks_of[worker]
+                if len(near) >= self.min_shared:
+                    plans.append((worker, group, sorted(near)))
+        level = self.alpha / max(len(plans), 1)
+        found: list[dict[str, Any]] = []
+        for worker, group, shared in plans:
+            if wanted is not None and worker not in wanted:
+                continue
+            members = set(group)
+            left_out = members | {worker}
+            chances: list[float] = []
+            matches = 0
+            for task in shared:
+                given = by_task[task]
+                theirs = Counter(given[g] for g in group if g in given)
+                label = max(theirs, key=lambda x: (theirs[x], repr(x)))
+                chance: float | None = None
+                if not self.ordinal:  # None: too few outside the group to say what is true
+                    chance = board.give_chance(task, left_out, skill[worker], label)
+                elif task in centre:
+                    d = float(label) - float(centre[task])  # type: ignore[arg-type]
+                    chance = offsets.get(worker, {}).get(d, 0.0)
+                if chance is None:
+                    continue
+                chances.append(chance)
+                matches += given[worker] == label
+            expected = sum(chances)
+            if matches - expected < self.min_excess:
+                continue
+            p_value = _upper_tail(chances, matches)
+            if p_value <= level:
+                found.append({"worker": worker, "group": group, "shared": len(chances),
+                              "matches": matches, "expected": round(expected, 3),
+                              "p_value": p_value})  # fmt: skip
+        return found
 
     def _test(
         self,
@@ -154,11 +253,13 @@ class Collusion:
         b: str,
         shared: list[str],
         by_task: Mapping[str, Mapping[str, Hashable]],
-        labels: Mapping[str, list[Hashable]],
+        board: _Board,
         skill: Mapping[str, float],
         writing: _Writing,
         offsets: Mapping[str, Mapping[float, float]],
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, Any]:
+        """The pair's evidence, with `convicted` (at the Bonferroni level) and `screened`
+        (at the loose screen's, uncorrected)."""
         chances: list[float] = []
         if self.ordinal:
             f_a, f_b = offsets.get(a, {}), offsets.get(b, {})
@@ -176,18 +277,14 @@ class Collusion:
             if self.ordinal:
                 chances.append(same_offset)
             else:
-                others = {w: x for w, x in given.items() if w not in (a, b)}
-                options = labels[_question(task)]
-                chances.append(_match_chance(options, others, skill, skill[a], skill[b]))
+                chances.append(board.pair_chance(task, a, b, skill[a], skill[b]))
             matches += given[a] == given[b]
         expected = sum(chances)
         level = self.alpha / max(self.tested_, 1)
         p_value = _upper_tail(chances, matches)
-        by_answers = matches - expected >= self.min_excess and p_value <= level
         same_p = _upper_tail(text_chances, same_explanations)
-        by_words = same_explanations >= self.min_same_explanations and same_p <= level
-        if not by_answers and not by_words:
-            return None
+        excess = matches - expected >= self.min_excess
+        worded = same_explanations >= self.min_same_explanations
         return {
             "workers": [a, b],
             "shared": len(shared),
@@ -197,7 +294,112 @@ class Collusion:
             "same_explanations": same_explanations,
             "same_expected": round(sum(text_chances), 4),
             "same_p_value": same_p,
+            "convicted": (excess and p_value <= level) or (worded and same_p <= level),
+            "screened": (excess and p_value <= self.screen_alpha)
+            or (worded and same_p <= self.screen_alpha),
         }
+
+
+class _Board:
+    """Per task, the one-coin evidence for each label being the truth and the count of each
+    label given, so that the truth's posterior with a few workers left out costs O(k) per
+    worker left out, not a pass over the task's workers (the screen tests every pair).
+
+    Under the one-coin model a worker of accuracy r (clamped to [1/k, 0.98]) who gave label
+    i multiplies label i's odds of being the truth by r (k - 1) / (1 - r), the others' by 1.
+    A known truth (gold) is the posterior itself.
+    """
+
+    def __init__(
+        self,
+        by_task: Mapping[str, Mapping[str, Hashable]],
+        labels: Mapping[str, list[Hashable]],
+        skill: Mapping[str, float],
+        known: Mapping[str, Hashable],
+    ) -> None:
+        self.options: dict[str, list[Hashable]] = {}
+        self.weight: dict[str, list[float]] = {}
+        self.counts: dict[str, list[float]] = {}
+        self.given: dict[str, dict[str, tuple[int, float]]] = {}
+        self.known: dict[str, int] = {}
+        for task, given in by_task.items():
+            options = labels[_question(task)]
+            k = len(options)
+            index = {x: i for i, x in enumerate(options)}
+            weight = [0.0] * k
+            counts = [_PRIOR / k] * k
+            own: dict[str, tuple[int, float]] = {}
+            for worker, label in given.items():
+                i = index[label]
+                rate = min(max(skill[worker], 1 / k), 0.98) if k > 1 else 1.0
+                w = math.log(rate * (k - 1) / (1 - rate)) if k > 1 else 0.0
+                weight[i] += w
+                counts[i] += 1
+                own[worker] = (i, w)
+            self.options[task], self.weight[task] = options, weight
+            self.counts[task], self.given[task] = counts, own
+            if task in known and known[task] in index:
+                self.known[task] = index[known[task]]
+
+    def _without(self, task: str, left_out: Iterable[str]) -> tuple[list[float], list[float], int]:
+        """The truth's posterior and the label counts on `task` without `left_out`, and how
+        many workers that leaves."""
+        weight, counts = list(self.weight[task]), list(self.counts[task])
+        own = self.given[task]
+        gone = 0
+        for worker in left_out:
+            if worker in own:
+                i, w = own[worker]
+                weight[i] -= w
+                counts[i] -= 1
+                gone += 1
+        k = len(weight)
+        if task in self.known:
+            post = [0.0] * k
+            post[self.known[task]] = 1.0
+        else:
+            top = max(weight)
+            post = [math.exp(x - top) for x in weight]
+            norm = sum(post)
+            post = [x / norm for x in post]
+        return post, counts, len(own) - gone
+
+    def pair_chance(self, task: str, a: str, b: str, p_a: float, p_b: float) -> float:
+        """P(two independent workers of accuracies p_a and p_b give the same label on the
+        task), the truth's posterior and the wrong labels' shares from the others."""
+        if len(self.options[task]) < 2:
+            return 1.0
+        post, counts, _ = self._without(task, (a, b))
+        total = sum(counts)
+        squares = sum(c * c for c in counts)
+        chance = 0.0
+        for z, q in enumerate(post):
+            spread = total - counts[z]
+            same_wrong = (squares - counts[z] ** 2) / (spread * spread)
+            chance += q * (p_a * p_b + (1 - p_a) * (1 - p_b) * same_wrong)
+        return chance
+
+    def give_chance(
+        self, task: str, left_out: Collection[str], p: float, label: Hashable
+    ) -> float | None:
+        """P(an independent worker of accuracy p gives `label` on the task), from the workers
+        outside `left_out`; None where fewer than two of them answered and the truth is
+        not known (their posterior would be little more than the prior)."""
+        options = self.options[task]
+        if len(options) < 2:
+            return 1.0
+        post, counts, outside = self._without(task, left_out)
+        if outside < 2 and task not in self.known:
+            return None
+        target = options.index(label)
+        total = sum(counts)
+        chance = 0.0
+        for z, q in enumerate(post):
+            if z == target:
+                chance += q * p
+            else:
+                chance += q * (1 - p) * counts[target] / (total - counts[z])
+        return chance
 
 
 class _Writing:
@@ -259,41 +461,6 @@ def _own(texts: Counter[str]) -> tuple[int, int]:
     return sum(n * n for n in texts.values()), texts.total()
 
 
-def _match_chance(
-    options: list[Hashable],
-    others: Mapping[str, Hashable],
-    skill: Mapping[str, float],
-    p_a: float,
-    p_b: float,
-) -> float:
-    """P(two independent workers of accuracies p_a and p_b give the same label on a task
-    that `others` answered), under the one-coin model with the others' wrong labels."""
-    k = len(options)
-    if k < 2:
-        return 1.0
-    counts = {x: _PRIOR / k for x in options}
-    for label in others.values():
-        counts[label] += 1
-    # The truth's posterior from the others (each right with their accuracy, at least chance).
-    logits = []
-    for z in options:
-        total = 0.0
-        for worker, label in others.items():
-            rate = min(max(skill[worker], 1 / k), 0.98)
-            total += math.log(rate if label == z else (1 - rate) / (k - 1))
-        logits.append(total)
-    top = max(logits)
-    weights = [math.exp(x - top) for x in logits]
-    norm = sum(weights)
-    chance = 0.0
-    for z, weight in zip(options, weights, strict=True):
-        wrong = {x: c for x, c in counts.items() if x != z}
-        spread = sum(wrong.values())
-        same_wrong = sum((c / spread) ** 2 for c in wrong.values())
-        chance += weight / norm * (p_a * p_b + (1 - p_a) * (1 - p_b) * same_wrong)
-    return chance
-
-
 def _offsets(
     by_task: Mapping[str, Mapping[str, Hashable]], consensus: Mapping[str, Hashable]
 ) -> dict[str, dict[float, float]]:
@@ -339,6 +506,15 @@ def _upper_tail(probabilities: list[float], k: int) -> float:
         dist[0] *= 1 - p
         dist[k] = reached
     return float(min(1.0, max(0.0, dist[k])))
+
+
+def _undirected(partners: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    both: dict[str, set[str]] = {}
+    for worker, others in partners.items():
+        for other in others:
+            both.setdefault(worker, set()).add(other)
+            both.setdefault(other, set()).add(worker)
+    return both
 
 
 def _components(partners: Mapping[str, set[str]]) -> list[list[str]]:

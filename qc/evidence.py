@@ -194,12 +194,17 @@ def crowd_evidence(
     collusion = Collusion(
         ordinal=ordinal, min_shared=policy.collusion_min_shared,
         alpha=policy.collusion_alpha,
-    ).fit(answers, texts, agreement.skill_, focus, agreement.consensus_)  # fmt: skip
+    ).fit(answers, texts, agreement.skill_, focus, agreement.consensus_, truth)  # fmt: skip
     group_of = {worker: group for group in collusion.groups_ for worker in group}
     pairs_of: dict[str, list[dict[str, Any]]] = {}
     for pair in collusion.pairs_:
         for worker in pair["workers"]:
             pairs_of.setdefault(worker, []).append(pair)
+    for found in collusion.group_tests_:
+        # One worker against a group: "workers" names the worker first, then the group.
+        entry = {"workers": [found["worker"], *found["group"]],
+                 **{k: v for k, v in found.items() if k not in ("worker", "group")}}  # fmt: skip
+        pairs_of.setdefault(found["worker"], []).append(entry)
     checks_of: dict[str, list[tuple[int, bool]]] = {}
     for at, worker, passed in checks:
         checks_of.setdefault(str(worker), []).append((at, bool(passed)))

@@ -137,8 +137,68 @@ def test_two_lenient_raters_agree_by_habit_and_two_copying_raters_do_not() -> No
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [({"min_shared": 0}, "min_shared"), ({"alpha": 1}, "alpha"),
-     ({"min_excess": "2"}, "min_excess"), ({"min_same_explanations": 0}, "min_same_explanations")],
+     ({"min_excess": "2"}, "min_excess"), ({"min_same_explanations": 0}, "min_same_explanations"),
+     ({"screen_alpha": 0}, "screen_alpha"), ({"max_group": 1}, "max_group"),
+     ({"alpha": "0.1"}, "alpha")],
 )  # fmt: skip
 def test_settings_are_checked(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Collusion(**kwargs)  # type: ignore[arg-type]
+
+
+def sparse_ring(rng: random.Random, truth: dict[str, int], size: int) -> list[tuple[str, str, int]]:
+    """A group that copies one random answer per task, two of its members on each task: each
+    pair shares a sixth of the tasks (size 4), each member half."""
+    answers = []
+    for task in truth:
+        shared = rng.randrange(K)
+        answers += [(task, f"ring{n}", shared) for n in rng.sample(range(size), 2)]
+    return answers
+
+
+def test_a_ring_too_sparse_for_its_pairs_is_caught_member_by_member_against_the_rest() -> None:
+    rng = random.Random(5)
+    truth, answers = crowd(rng, {f"c{n}": 0.7 for n in range(10)}, tasks=42)
+    model = fit(answers + sparse_ring(rng, truth, 4))
+    # Each pair shares about 7 tasks: improbable, but not at the level corrected for 91 pairs.
+    assert model.pairs_ == []
+    # Each member against the other three (found among the others alone) shares its ~21 tasks.
+    assert sorted(t["worker"] for t in model.group_tests_) == ["ring0", "ring1", "ring2", "ring3"]
+    for found in model.group_tests_:
+        assert found["worker"] not in found["group"] and len(found["group"]) == 3
+        assert found["matches"] == found["shared"] >= 15 and found["p_value"] < 1e-8
+    assert model.groups_ == [["ring0", "ring1", "ring2", "ring3"]]
+    assert model.partners_["ring0"] == ["ring1", "ring2", "ring3"]
+
+
+def test_careful_workers_are_not_convicted_against_any_group() -> None:
+    # Hard items where careful workers err alike, as in test_a_popular_wrong_answer..., and a
+    # screen loose enough to form groups among them: a worker against such a group is judged
+    # by what the workers outside it say, and matches no more than chance allows.
+    for seed in range(6):
+        rng = random.Random(seed)
+        answers = []
+        for t in range(60):
+            task, z = f"i{t}/best", t % K
+            decoy = (z + 1) % K
+            for n in rng.sample(range(20), 8):
+                p = 0.6 + 0.015 * n
+                label = z if rng.random() < p else decoy if rng.random() < 0.7 else rng.randrange(K)
+                answers.append((task, f"c{n}", label))
+        agreement = CrowdAgreement().fit(answers)
+        model = Collusion(screen_alpha=0.05).fit(
+            answers, skills=agreement.skill_, consensus=agreement.consensus_
+        )
+        assert model.group_tests_ == [] and model.partners_ == {}
+
+
+def test_a_group_test_is_only_where_the_truth_has_witnesses_outside_the_group() -> None:
+    # Three workers alone on every task: with nobody outside them, a match says nothing about
+    # the truth, so there is nothing to test against, however alike they are.
+    answers = [(f"i{t}/best", w, t % K) for t in range(30) for w in ("a", "b", "c")]
+    model = Collusion().fit(answers, skills={"a": 0.9, "b": 0.9, "c": 0.9})
+    assert model.group_tests_ == []
+    # With the truth known (gold), the same agreement is what accurate workers give.
+    truth = {f"i{t}/best": t % K for t in range(30)}
+    model = Collusion().fit(answers, skills={"a": 0.9, "b": 0.9, "c": 0.9}, truth=truth)
+    assert model.group_tests_ == [] and model.pairs_ == []
