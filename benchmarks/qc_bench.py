@@ -160,15 +160,19 @@ def run_scenario(
         truth = truth_labels(hit_type, records)
         labels.aggregate_study(session, study, filtered=True, methods=labels.METHODS)
         kept = {m: data["labels"] for m, data in labels.stored(session, study_id).items()}
+        full = full_items(session, study_id, redundancy)
     without = without_qc(data_dir / "c.db", study_id, redundancy)
-    # On the tasks both arms label (an item answered by excluded workers only, and not yet
-    # again, has no label with QC).
+    # At equal redundancy: on the items both arms label with `redundancy` answers (an item
+    # whose excluded workers' answers were not all asked again before the crowd ran out of
+    # work has fewer with QC: an unfinished item, not a QC label).
     for key, found in (("accuracy_all", without), ("accuracy_filtered", kept)):
         out[key] = {
             method: label_accuracy({t: v for t, v in got.items() if t in kept.get(method, {})
-                                    and t in without.get(method, {})}, truth)
+                                    and t in without.get(method, {})
+                                    and t.rsplit("/", 1)[0] in full}, truth)
             for method, got in found.items()
         }  # fmt: skip
+    out["labelled_items"] = len(full)
     out.update(
         hit_type=hit_type, mix=mix_name, redundancy=redundancy, errors=len(result.errors),
         seconds=round(elapsed, 1), responses=sum(answered.values()),
@@ -320,6 +324,25 @@ def detection(
     return out
 
 
+def full_items(session: Any, study_id: int, redundancy: int) -> set[str]:
+    """Real items with at least `redundancy` answers from workers QC kept."""
+    excluded = select(StudyWorker.worker_id).where(
+        StudyWorker.study_id == study_id, StudyWorker.excluded_by.is_not(None)
+    )
+    rows = session.execute(
+        select(Item.external_id)
+        .join(Response, Response.item_id == Item.id)
+        .where(
+            Item.study_id == study_id,
+            Item.kind == ItemKind.REAL,
+            Response.worker_id.not_in(excluded),
+        )
+        .group_by(Item.external_id)
+        .having(func.count(Response.id) >= redundancy)
+    )
+    return {str(external_id) for (external_id,) in rows}
+
+
 def _answered(session: Any) -> dict[str, int]:
     """Items each worker answered (attention and gold included, training not)."""
     rows = session.execute(
@@ -406,7 +429,7 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
         for rule, n in run["excluded_by"].items():
             rules[rule] = rules.get(rule, 0) + n
     out["excluded_by"] = dict(sorted(rules.items()))
-    for key in ("seconds", "responses", "errors", "paced", "pace_timeouts"):
+    for key in ("seconds", "responses", "errors", "paced", "pace_timeouts", "labelled_items"):
         out[key] = round(sum(run.get(key, 0) for run in runs), 1)
     return out
 
@@ -478,8 +501,10 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
         "",
         "Accuracy of aggregated labels on real items against the truth, without QC (each "
         "item's first answers up to the redundancy, everyone's) and after the arrow with QC "
-        "(the answers of the workers QC kept, excluded workers' answers asked for again), on "
-        "the items both label:",
+        "(the answers of the workers QC kept, excluded workers' answers asked for again), at "
+        "equal redundancy: on the items both label whose answers from kept workers number the "
+        "redundancy (an item the crowd ran out of work before answering again is unfinished; "
+        "the exclusions list below counts the items kept per row):",
         "",
         "| HIT type | mix | answers per item | " + " | ".join(METHOD_NAMES.values()) + " |",
         "|---|---|---|" + "---|" * len(METHOD_NAMES),
@@ -499,7 +524,8 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
             f"- {r['hit_type']}, {r['mix']}, {r['redundancy']} per item: {rules} "
             f"({r['responses']} responses, {r['seconds']} s of which {r.get('paced', 0)} s "
             f"waiting for the queue ({r.get('pace_timeouts', 0)} waits cut short), "
-            f"{r['errors']} errors)"
+            f"{r['errors']} errors; {r.get('labelled_items', '?')} real items with their "
+            "answers from kept workers)"
         )
     lines.append(END)
     return "\n".join(lines)
