@@ -27,6 +27,11 @@ MODELS = "crowd-models"
 ALL_QUEUES = (EVENTS, REPORTS, DELIVERIES, MODELS)
 
 
+def event_job_id(event_id: int) -> str:
+    """The id of the EVENTS job that processes outbox event `event_id` (one job per event)."""
+    return f"outbox-{event_id}"
+
+
 def redis_connection(url: str) -> redis.Redis:
     """A connection to the Redis at `url`, for the queues and the after-commit enqueue."""
     # Short timeouts: a request must not hang on a dead Redis; the outbox catches up later.

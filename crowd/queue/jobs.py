@@ -6,10 +6,12 @@ their jobs beside their code and register what an outbox event calls (crowd.queu
 Each stored answer enqueues one `process_event` job, but a job handles a batch: with its own
 event it takes the other pending events of batched topics (up to BATCH_SIZE, for up to
 BATCH_SECONDS) into its transaction, so a backlog costs a few write transactions, not one
-or two per event; the jobs of the events it took find them processed and only read. The
-follow-ups after the commit run once per event: a job runs those of the events whose key
-(FOLLOW_UPS_KEY) it holds in Redis, and a job that finds its event handled but not processed
-(the one that handled it was cut off, or is running them now) runs those no live job holds.
+or two per event. The follow-ups after the commit run once per event: a job runs those of
+the events whose key (FOLLOW_UPS_KEY) it holds in Redis, and a job that finds its event
+handled but not processed (the one that handled it was cut off, or is running them now)
+runs those no live job holds. Once its events are processed, the job drops their jobs still
+waiting in the queue (drop_queued_jobs), in one round trip; those a worker has already
+taken run, find their events processed, and only read.
 """
 
 from __future__ import annotations
@@ -17,15 +19,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+import redis
 from rq import get_current_job
 from rq.job import Job
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from crowd.plugins import load_features
+from crowd.queue import EVENTS, event_job_id, job_queue
 from crowd.queue.hooks import (
     Event,
     OwnTransaction,
@@ -138,6 +142,7 @@ def _handle_batch(db: Database, job: Job | None, event_id: int) -> str:
     with it, in one transaction; then the follow-ups of those it handled."""
     failing: int | None = None
     handled: list[int] = []
+    processed: list[int] = []  # in the transaction: events with no follow-ups
     follow_ups: list[Event] = []
     try:
         with db.session() as session:
@@ -172,14 +177,16 @@ def _handle_batch(db: Database, job: Job | None, event_id: int) -> str:
                     follow_ups.append(event)
                 else:
                     each.processed_at = utcnow()
+                    processed.append(each.id)
             failing = None
     except Exception as error:
         # The whole batch rolled back; the job fails and RQ retries it.
         if failing is not None:
             _note_failure(db, failing, error)
         raise
-    if job is not None and follow_ups:
-        _follow_up(db, job, follow_ups, event_id)
+    if job is not None:
+        done = _follow_up(db, job, follow_ups, event_id) if follow_ups else []
+        _drop_jobs(job, [*processed, *done], event_id)
     if event_id not in handled:
         tail = f"; handled {len(handled)} more" if handled else ""
         log.info("%s outbox event %s was handled by another job%s", _job_tag(), event_id, tail)
@@ -237,6 +244,7 @@ def _follow_up_handled(db: Database, job: Job, event: Event) -> str:
             )
         ]
     done = _follow_up(db, job, [*others, event], event.id)
+    _drop_jobs(job, done, event.id)
     if event.id not in done:
         log.info("%s outbox event %s: another job runs its follow-ups", _job_tag(), event.id)
         return f"outbox event {event.id} was handled by another job, which runs its follow-ups"
@@ -284,6 +292,51 @@ def _hold(job: Job, event_ids: list[int]) -> set[int]:
     holders = pipe.execute()[len(keys) :]
     mine = {job.id, job.id.encode()}
     return {event_id for event_id, holder in zip(event_ids, holders, strict=True) if holder in mine}
+
+
+# The jobs of events a batch processed, dropped in one round trip: KEYS[1] is the queue's
+# list, KEYS[i + 1] the hash of job ARGV[i]. A job is deleted only when it was taken off the
+# list here: one a worker has taken (or RQ holds for a retry) is not on it, keeps its hash,
+# and runs, finding its event processed. A job is never on the list twice (the sweep
+# re-enqueues only jobs Redis does not hold alive), so each is looked for once, from the
+# head, where the oldest wait.
+_DROP_QUEUED = """
+local dropped = 0
+for i, id in ipairs(ARGV) do
+    if redis.call("LREM", KEYS[1], 1, id) > 0 then
+        redis.call("DEL", KEYS[i + 1])
+        dropped = dropped + 1
+    end
+end
+return dropped
+"""
+
+
+def drop_queued_jobs(connection: redis.Redis, event_ids: Collection[int]) -> int:
+    """Remove the still-queued jobs of `event_ids` (events already processed) from the events
+    queue and delete their hashes; returns how many. One round trip to Redis."""
+    if not event_ids:
+        return 0
+    queue = job_queue(EVENTS, connection)
+    ids = [event_job_id(event_id) for event_id in event_ids]
+    drop = connection.register_script(_DROP_QUEUED)
+    keys = [queue.key, *(queue.job_class.key_for(each) for each in ids)]
+    return int(drop(keys=keys, args=ids))
+
+
+def _drop_jobs(job: Job, processed: list[int], own_id: int) -> None:
+    """Drop the still-queued jobs of the processed events, not the job's own: each would only
+    find its event processed (a read, and RQ's bookkeeping for a job). When Redis fails this,
+    they run as they would have."""
+    others = [event_id for event_id in processed if event_id != own_id]
+    try:
+        dropped = drop_queued_jobs(job.connection, others)
+    except redis.RedisError as error:
+        log.warning("%s could not drop the queued jobs of %d processed outbox events: %s",
+                    _job_tag(), len(others), error)  # fmt: skip
+        return
+    if dropped:
+        log.debug("%s dropped %d queued jobs of processed outbox events", _job_tag(), dropped)
 
 
 def _mark_processed(db: Database, event_ids: list[int]) -> None:

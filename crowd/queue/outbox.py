@@ -14,7 +14,7 @@ from rq.job import JobStatus
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
-from crowd.queue import EVENTS, failed, fetch_job, job_queue, resting
+from crowd.queue import EVENTS, event_job_id, failed, fetch_job, job_queue, resting
 from crowd.queue.hooks import QUEUE_LANE, SweepContext, every_sweep, install_commit_hooks
 from crowd.storage import Database, OutboxEvent, utcnow
 
@@ -27,10 +27,6 @@ MAX_SWEEP_ATTEMPTS = 5
 EVENT_RETRY = Retry(max=3, interval=[1, 5, 30])
 EVENT_TIMEOUT = 120
 ALIVE = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED}
-
-
-def job_id(event_id: int) -> str:
-    return f"outbox-{event_id}"
 
 
 def enqueue_events(connection: redis.Redis, event_ids: Iterable[int]) -> int:
@@ -46,7 +42,7 @@ def enqueue_events(connection: redis.Redis, event_ids: Iterable[int]) -> int:
             queue.enqueue(
                 process_event,
                 event_id,
-                job_id=job_id(event_id),
+                job_id=event_job_id(event_id),
                 retry=EVENT_RETRY,
                 job_timeout=EVENT_TIMEOUT,
                 result_ttl=3600,
@@ -65,7 +61,7 @@ def enqueue_events(connection: redis.Redis, event_ids: Iterable[int]) -> int:
 
 def _job_status(connection: redis.Redis, event_id: int) -> JobStatus | None:
     try:
-        return fetch_job(job_id(event_id), connection).get_status(refresh=False)
+        return fetch_job(event_job_id(event_id), connection).get_status(refresh=False)
     except NoSuchJobError:
         return None
 

@@ -1,6 +1,7 @@
 """A job handles the backlog with its own event: one batch, a few write transactions, each
-event's handlers and follow-ups once, and nothing lost when a handler or a follow-up fails
-(real Redis and the test database: SQLite, or PostgreSQL with CROWD_TEST_DATABASE_URL)."""
+event's handlers and follow-ups once, the queued jobs of the events it processed dropped, and
+nothing lost when a handler, a follow-up or the drop fails (real RQ jobs on real Redis and
+the test database: SQLite, or PostgreSQL with CROWD_TEST_DATABASE_URL)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,17 @@ from typing import Any
 import pytest
 import redis
 from flask.testing import FlaskClient
+from rq.exceptions import NoSuchJobError
+from rq.job import Job
 from sqlalchemy import Connection, event, select
 
 from crowd.delivery import webhooks
 from crowd.plugins import load_features
-from crowd.queue import fetch_job, jobs
+from crowd.queue import EVENTS, event_job_id, fetch_job, job_queue, jobs
+from crowd.queue.healing import requeue_orphans
 from crowd.queue.hooks import batched_topics
 from crowd.queue.jobs import FOLLOW_UPS_KEY, configure
-from crowd.queue.outbox import job_id
+from crowd.queue.outbox import sweep
 from crowd.settings import Settings
 from crowd.storage import Database, OutboxEvent, Response, StudyWorker, Worker
 from crowd.storage.db import READ_ONLY
@@ -61,9 +65,31 @@ def connection(settings: Settings) -> Iterator[redis.Redis]:
     conn.close()
 
 
+def take_job(connection: redis.Redis, event_id: int) -> Job | None:
+    """The event's RQ job taken off the queue, as a worker takes it (a batch's drop then
+    leaves it alone), or as RQ hands it over again (a retry); None when a batch dropped it."""
+    job_queue(EVENTS, connection).remove(event_job_id(event_id))
+    try:
+        return fetch_job(event_job_id(event_id), connection)
+    except NoSuchJobError:
+        return None
+
+
 def run_job(connection: redis.Redis, event_id: int) -> Any:
-    """Run the event's RQ job, as the web enqueued it, here (get_current_job() is the job)."""
-    return fetch_job(job_id(event_id), connection).perform()
+    """Take the event's RQ job and run it here (get_current_job() is the job); None when a
+    batch dropped it from the queue: no worker would ever run it."""
+    job = take_job(connection, event_id)
+    return job.perform() if job is not None else None
+
+
+def queued(connection: redis.Redis) -> set[str]:
+    """The ids of the jobs waiting in the events queue."""
+    return set(job_queue(EVENTS, connection).get_job_ids())
+
+
+def stored(connection: redis.Redis, event_ids: list[int]) -> list[int]:
+    """Those of the events whose job's hash Redis holds."""
+    return [e for e in event_ids if connection.exists(Job.key_for(event_job_id(e)))]
 
 
 @pytest.fixture
@@ -131,9 +157,11 @@ def test_the_first_job_handles_the_backlog_in_one_batch(
     n = len(backlog)
     assert n == len(WORKERS) * ANSWERS * 2
     assert outcomes[0] == f"processed outbox event {backlog[0]} and {n - 1} more"
-    assert all("already processed" in outcome for outcome in outcomes[1:]), outcomes
-    # One transaction handles all 18 events, one marks them processed; the other jobs only
-    # read (one or two write transactions per event before).
+    # The batch dropped the other jobs from the queue: no worker runs them.
+    assert outcomes[1:] == [None] * (n - 1)
+    assert queued(connection) == set() and stored(connection, backlog) == backlog[:1]
+    # One transaction handles all 18 events, one marks them processed (one or two write
+    # transactions per event before).
     assert len(write_transactions) == 2
     assert states(db) == {event_id: (True, True) for event_id in backlog}
     assert len(refreshed) == 1  # the first refresh read every worker's answers
@@ -237,7 +265,12 @@ def test_a_job_cut_off_after_its_commit_runs_each_follow_up_once(
     assert len(requests) == len(backlog) + 1
     assert len(refreshed) == 1  # the cut-off run's
     assert len(write_transactions) - writes_before == 1
-    assert all("already processed" in run_job(connection, e) for e in backlog)
+    # The rerun dropped the queued jobs of the events it processed; the cut-off run's two
+    # (processed before it failed) and the jobs that ran find nothing to do.
+    outcomes = [run_job(connection, e) for e in backlog]
+    assert all(o is None or "already processed" in o for o in outcomes), outcomes
+    assert sum(o is None for o in outcomes) == len(backlog) - 4
+    assert queued(connection) == set()
 
 
 def test_concurrent_jobs_never_run_the_handlers_of_one_event_twice(
@@ -285,3 +318,65 @@ def test_concurrent_jobs_never_run_the_handlers_of_one_event_twice(
     assert states(db) == {event_id: (True, True) for event_id in backlog}
     assert len(handled) == len(backlog) and set(handled.values()) == {1}, handled
     assert len(requests) == len(backlog)
+
+
+def test_a_batch_drops_the_queued_jobs_of_the_events_it_processed(
+    backlog: list[int], connection: redis.Redis, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jobs, "BATCH_SIZE", 10)
+    requests = count_reports(monkeypatch)
+    first, taken, elsewhere = backlog[0], backlog[3], backlog[5]
+    # A worker has taken one job of the batch's events already; another live job holds the
+    # follow-ups of one more, so the batch handles that event but does not process it.
+    early = take_job(connection, taken)
+    assert early is not None
+    connection.set(FOLLOW_UPS_KEY.format(elsewhere), "outbox-elsewhere", ex=60)
+    # The job runs while still in the queue's list (a worker's is off it): the drop spares it.
+    outcome = fetch_job(event_job_id(first), connection).perform()
+    assert outcome == f"processed outbox event {first} and 9 more"  # handled, that is
+    processed = [e for e, (_, done) in states(db).items() if done]
+    assert processed == [e for e in backlog[:10] if e != elsewhere]
+
+    # Gone from the queue, hashes deleted: the processed events' queued jobs. Untouched: the
+    # job's own, the taken one (it runs, and only reads), the handled one's, the later ones'.
+    left = [first, elsewhere, *backlog[10:]]
+    assert queued(connection) == {event_job_id(e) for e in left}
+    assert stored(connection, backlog) == sorted([*left, taken])
+    assert early.perform() == f"outbox event {taken} was already processed"
+    # Neither the sweep nor healing finds anything to send again: the events whose jobs are
+    # gone are processed, the others' jobs are queued.
+    assert sweep(db, connection, grace_seconds=0) == 0
+    assert requeue_orphans(connection, ttl=0) == 0
+
+    connection.delete(FOLLOW_UPS_KEY.format(elsewhere))  # as if the other job's key expired
+    outcomes = {e: run_job(connection, e) for e in backlog[10:]}
+    assert outcomes[backlog[10]] == f"processed outbox event {backlog[10]} and 7 more"
+    assert outcomes[backlog[11]] is None
+    assert run_job(connection, elsewhere) == f"processed outbox event {elsewhere}: follow-ups only"
+    assert states(db) == {event_id: (True, True) for event_id in backlog}
+    assert len(requests) == len(backlog)  # each event's follow-ups once
+
+
+def test_a_failed_drop_leaves_the_jobs_to_run_as_before(
+    backlog: list[int],
+    connection: redis.Redis,
+    db: Database,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    requests = count_reports(monkeypatch)
+
+    def redis_gone(_connection: redis.Redis, _event_ids: Any) -> int:
+        raise redis.ConnectionError("Redis went away")
+
+    monkeypatch.setattr(jobs, "drop_queued_jobs", redis_gone)
+    n = len(backlog)
+    with caplog.at_level("WARNING", logger=jobs.__name__):
+        outcome = run_job(connection, backlog[0])
+    assert outcome == f"processed outbox event {backlog[0]} and {n - 1} more"
+    assert "could not drop the queued jobs" in caplog.text
+    assert states(db) == {event_id: (True, True) for event_id in backlog}
+    # Every other job is still queued and runs, finding its event processed.
+    assert queued(connection) == {event_job_id(e) for e in backlog[1:]}
+    assert all("already processed" in run_job(connection, e) for e in backlog[1:])
+    assert len(requests) == n

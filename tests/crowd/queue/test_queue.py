@@ -16,11 +16,10 @@ from sqlalchemy import func, select
 from crowd.app import create_app
 from crowd.plugins import load_features
 from crowd.quality import standing as quality_standing
-from crowd.queue import EVENTS, SERIALIZER, fetch_job, job_queue
+from crowd.queue import EVENTS, SERIALIZER, event_job_id, fetch_job, job_queue
 from crowd.queue.embedded import EmbeddedRedis
 from crowd.queue.hooks import after_commit_handlers, in_transaction_handlers, sweeps
 from crowd.queue.jobs import configure, process_event
-from crowd.queue.outbox import job_id
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
 from crowd.storage import (
@@ -255,7 +254,7 @@ def test_jobs_are_stored_as_json(
         event_id = session.scalars(select(OutboxEvent.id).order_by(OutboxEvent.id)).first()
     connection = redis.Redis.from_url(settings.redis_url or "")
     # RQ keeps the call zlib-compressed in the job hash; JSON underneath, not a pickle.
-    raw = connection.hget(f"rq:job:{job_id(int(event_id or 0))}", "data")
+    raw = connection.hget(f"rq:job:{event_job_id(int(event_id or 0))}", "data")
     assert isinstance(raw, bytes)
     function, instance, args, kwargs = json.loads(zlib.decompress(raw))
     assert (function, instance, args, kwargs) == (
@@ -264,7 +263,7 @@ def test_jobs_are_stored_as_json(
         [event_id],
         {},
     )
-    assert fetch_job(job_id(int(event_id or 0)), connection).serializer is SERIALIZER
+    assert fetch_job(event_job_id(int(event_id or 0)), connection).serializer is SERIALIZER
 
 
 RQ_CALLS = {"Queue", "SimpleWorker", "Worker", "Job.fetch", "Job.fetch_many", "Job.create"}
