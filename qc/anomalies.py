@@ -1,8 +1,9 @@
 """Signs of careless work in a worker's responses: too fast, pasted, constant, repeated.
 
 Each signal keeps its evidence (the response, the item and the numbers) so a reviewer can
-see why a worker was flagged. The thresholds come from `AnomalyThresholds`; rules in
-`qc.rules` decide what the resulting metrics mean for the worker.
+see why a worker was flagged: the latest MAX_EXAMPLES entries, while the metrics count every
+one. The thresholds come from `AnomalyThresholds`; rules in `qc.rules` decide what the
+resulting metrics mean for the worker.
 
 Rows are "QC rows" (one dict per response, in time order); see `qc.evidence`.
 """
@@ -26,6 +27,10 @@ KINDS = ("real", "gold", "attention", "training")
 _CHOSEN = ("real", "gold")
 SIGNALS = ("too_fast", "pasted", "typed_too_fast", "identical_run", "repeated_explanation")
 _MIN_TYPED = 20  # shorter typed text gives too few keystrokes to judge speed by
+# Evidence entries kept per signal (and responses per reused explanation): the latest. A
+# worker answering at machine speed sets off "too fast" on every answer; their evidence,
+# stored and serialised on every refresh, stays this size, and the metrics stay exact.
+MAX_EXAMPLES = 20
 
 _PUNCTUATION = re.compile(r"[^\w\s]")
 _SPACE = re.compile(r"\s+")
@@ -114,10 +119,11 @@ class WorkerSignals:
 
     Training rows are ignored; attention rows count for speed and typing but not for
     constant answers or runs (their answer is dictated). Fitted: `signals_` (worker ->
-    signal -> evidence entries, each with response_id and item; every name in `SIGNALS` is
-    present) and `metrics_` (worker -> responses, too_fast_n, too_fast_share,
-    constant_share, constant_value, longest_run, repeated_explanations, pasted_n,
-    typed_too_fast_n). Workers with only training rows appear with 0 responses.
+    signal -> the latest MAX_EXAMPLES evidence entries, each with response_id and item;
+    every name in `SIGNALS` is present) and `metrics_` (worker -> responses, too_fast_n,
+    too_fast_share, constant_share, constant_value, longest_run, repeated_explanations,
+    pasted_n, typed_too_fast_n), which count every response. Workers with only training
+    rows appear with 0 responses.
 
     Example:
         >>> rows = [{"response_id": i, "worker": "w", "item": f"i{i}", "kind": "real",
@@ -183,7 +189,7 @@ class WorkerSignals:
             "pasted_n": len(signals["pasted"]),
             "typed_too_fast_n": len(signals["typed_too_fast"]),
         }
-        return signals, metrics
+        return {name: entries[-MAX_EXAMPLES:] for name, entries in signals.items()}, metrics
 
     def _runs(self, rows: list[Row]) -> tuple[int, list[dict[str, Any]]]:
         """The longest run of identical consecutive surfaces, and every run long enough."""
@@ -231,13 +237,15 @@ class WorkerSignals:
             if len(items) < 2:
                 continue
             repeated += len(group)
+            latest = group[-MAX_EXAMPLES:]
             found.append(
                 {
                     "response_id": group[0].get("response_id"),
                     "item": group[0].get("item"),
                     "text": text,
-                    "items": sorted(items),
-                    "response_ids": [row.get("response_id") for row in group],
+                    "items": sorted({str(row.get("item")) for row in latest}),
+                    "responses": len(group),
+                    "response_ids": [row.get("response_id") for row in latest],
                 }
             )
         return repeated, found

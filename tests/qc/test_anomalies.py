@@ -7,8 +7,16 @@ from typing import Any
 
 import pytest
 
-from qc.anomalies import SIGNALS, WorkerSignals, normalize_explanation, response_signals
-from qc.config import AnomalyThresholds
+from qc.anomalies import (
+    MAX_EXAMPLES,
+    SIGNALS,
+    WorkerSignals,
+    normalize_explanation,
+    response_signals,
+)
+from qc.config import AnomalyThresholds, parse_qc_config
+from qc.evidence import worker_evidence
+from qc.rules import evaluate
 
 T = AnomalyThresholds()  # 40 chars/s reading, 1 s minimum, runs of 5, 15 chars/s typing
 
@@ -184,6 +192,7 @@ def test_repeated_explanations_are_normalised_and_span_items() -> None:
             "item": "i1",
             "text": "the 2nd sentence is odd",
             "items": ["i1", "i2", "i3"],
+            "responses": 3,
             "response_ids": [1, 2, 3],
         }
     ]
@@ -232,3 +241,34 @@ def test_bad_rows_are_refused() -> None:
         WorkerSignals(T).fit([row(kind="bogus")])
     with pytest.raises(ValueError, match="no 'worker'"):
         WorkerSignals(T).fit([{"kind": "real"}])
+
+
+def test_evidence_keeps_the_latest_examples_and_the_metrics_count_them_all() -> None:
+    """A worker at machine speed: every answer too fast, pasted, alike, the same words."""
+    n = 1000
+    rows = [
+        row(response_id=i, item=f"i{i}", seconds=0.2, surface="a",
+            explanation="the second sentence is odd",
+            typing=typing(keys=0, pastes=1, pasted_chars=26))
+        for i in range(n)
+    ]  # fmt: skip
+    model = WorkerSignals(T).fit(rows)
+    metrics, signals = model.metrics_["w"], model.signals_["w"]
+    assert (metrics["too_fast_n"], metrics["too_fast_share"]) == (n, 1.0)
+    assert (metrics["pasted_n"], metrics["longest_run"], metrics["repeated_explanations"]) == (
+        n, n, n
+    )  # fmt: skip
+    ids = list(range(n - MAX_EXAMPLES, n))
+    assert [e["response_id"] for e in signals["too_fast"]] == ids
+    assert [e["response_id"] for e in signals["pasted"]] == ids
+    [reused] = signals["repeated_explanation"]
+    assert (reused["responses"], reused["response_ids"]) == (n, ids)
+    assert len(reused["items"]) == MAX_EXAMPLES
+    assert all(len(entries) <= MAX_EXAMPLES for entries in signals.values())
+
+    # The rules decide on the counts: the speed rule sees 1,000 of 1,000, not 20.
+    config = parse_qc_config(None)
+    evidence = worker_evidence(rows, config)
+    decisions = {d.rule: d for d in evaluate(evidence, config.rules)}
+    assert decisions["too_fast"].evidence["too_fast_n"] == n
+    assert f"answered {n} of {n} items too fast" in decisions["too_fast"].reason
