@@ -30,10 +30,15 @@ group does not depend on the worker's own answers. Over every task the worker sh
 any member, a match is giving the group's label, and its chance is what the worker would give
 independently (the one-coin model, the truth's posterior from the workers outside the group
 and the worker; tasks with fewer than two such witnesses and no known truth are left out).
-Given everyone else's answers that test is exact, and the family, Bonferroni-corrected, is the
-(worker, group) pairs that can be tested: tens, where the pairs are hundreds. A ring member
-against the rest of the ring shares about all of their tasks: 25 matches in 25 at a chance
-near 0.3 is p near 1e-13. Known answers (gold) are the truth's posterior where given.
+The family, Bonferroni-corrected, is the (worker, group) pairs that can be tested: tens, where
+the pairs are hundreds. A ring member against the rest of the ring shares about all of their
+tasks: 25 matches in 25 at a chance near 0.3 is p near 1e-13. Because a screened group can be
+careful workers of like habits (the one-coin model does not know that careful people read an
+item alike), each group's chances are calibrated by how far the crowd outside it matches it
+beyond the model, and a conviction needs the group's label on nearly every shared task
+(`copied`): copying gives all of them. A form's rating fields are read as scales
+(`ordinal_questions`), as a rating type's are. Known answers (gold) are the truth's
+posterior where given.
 
 Pairs and group tests found are joined into groups (connected components), so a reviewer
 sees who works together.
@@ -51,7 +56,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -60,16 +64,17 @@ from typing import Any
 
 import numpy as np
 
+from qc.leave_out import LeaveOut
+
 # A worker's accuracy where none is given.
 _DEFAULT_SKILL = 0.7
-# How strongly a task's wrong labels lean to the question's labels before any is seen there
-# (pseudo-counts, spread over the labels).
-_PRIOR = 1.0
 # Answers' worth of the crowd's offsets that a worker's own offset distribution starts from.
 _OFFSET_PRIOR = 4.0
 # Explanations' worth of the study's texts that a task's own explanation distribution starts
 # from (a task has a dozen explanations at most; the study has hundreds).
 _TEXT_PRIOR = 4.0
+# Workers outside a group a group test's calibration needs (Collusion._test_groups).
+_REFERENCES = 3
 
 
 @dataclass
@@ -86,10 +91,14 @@ class Collusion:
     pairs tested; min_excess: matches beyond the expected a pair needs at least;
     min_same_explanations: identical explanations on shared items that convict on their own,
     when also improbable at `alpha` (Bonferroni) for independent writers of this crowd.
+    ordinal_questions: questions (the text after a task's last "/") read as ordinal where
+    `ordinal` is False (a form's rating fields beside its categories).
     `focus`: report only pairs with a worker in it, and test only its workers against
     groups (None: everyone); every pair is still tested for the screen. `truth`: task ->
     known answer. screen_alpha: the uncorrected level of the screen that forms the groups;
-    max_group: the largest group tested (a large component is the crowd, not a ring).
+    max_group: the largest group tested (a large component is the crowd, not a ring);
+    copied: the least share of the shared tasks on which a worker gives a group's label for
+    the group test to convict (copying gives all of them; like habits, most).
 
     Fitted: pairs_ (one dict per convicted pair: workers, shared, matches, expected,
     p_value, same_explanations, same_expected, same_p_value), group_tests_ (one dict per
@@ -106,6 +115,8 @@ class Collusion:
     min_same_explanations: int = 2
     screen_alpha: float = 1e-3
     max_group: int = 8
+    copied: float = 0.9
+    ordinal_questions: frozenset[str] = frozenset()
     pairs_: list[dict[str, Any]] = field(default_factory=list, init=False)
     partners_: dict[str, list[str]] = field(default_factory=dict, init=False)
     groups_: list[list[str]] = field(default_factory=list, init=False)
@@ -117,6 +128,16 @@ class Collusion:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(f"{name} must be a whole number of {least} or more, got {value!r}")
+        if (
+            isinstance(self.copied, bool)
+            or not isinstance(self.copied, int | float)
+            or not (0 <= self.copied <= 1)
+        ):
+            raise ValueError(f"copied must be between 0 and 1, got {self.copied!r}")
+        if not isinstance(self.ordinal_questions, frozenset) or not all(
+            isinstance(q, str) for q in self.ordinal_questions
+        ):
+            raise ValueError("ordinal_questions must be a frozenset of question names")
         for name in ("alpha", "screen_alpha"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
@@ -149,8 +170,9 @@ class Collusion:
         texts = {key: text for key, text in (explanations or {}).items() if text}
         writing = _Writing(texts)
         centre = {**(consensus or {}), **known}
-        offsets = _offsets(by_task, centre) if self.ordinal else {}
-        board = _Board(by_task, labels, skill, known)
+        scaled = {t for t in by_task if self._ordinal(t)}
+        offsets = _offsets({t: by_task[t] for t in scaled}, centre) if scaled else {}
+        board = LeaveOut(by_task, labels, skill, known)
         # Tasks each pair shares, counted task by task (no pair that shares none is visited).
         together: Counter[tuple[str, str]] = Counter()
         for given in by_task.values():
@@ -183,13 +205,16 @@ class Collusion:
         self.groups_ = _components(_undirected(partners))
         return self
 
+    def _ordinal(self, task: str) -> bool:
+        return self.ordinal or _question(task) in self.ordinal_questions
+
     def _test_groups(
         self,
         screen: Mapping[str, set[str]],
         wanted: set[str] | None,
         tasks_of: Mapping[str, set[str]],
         by_task: Mapping[str, Mapping[str, Hashable]],
-        board: _Board,
+        board: LeaveOut,
         skill: Mapping[str, float],
         offsets: Mapping[str, Mapping[float, float]],
         centre: Mapping[str, Hashable],
@@ -198,54 +223,92 @@ class Collusion:
         (so a group does not depend on the worker's own answers): on every task the worker
         shares with the group, a match is giving the group's label (its members' most
         common), and its chance is what the worker would give independently, with the
-        truth's posterior from the workers outside the group and the worker. Exact given
-        everyone else's answers; Bonferroni over every (worker, group) pair testable."""
+        truth's posterior from the workers outside the group and the worker. Bonferroni over
+        every (worker, group) pair testable.
+
+        The one-coin model leaves out that careful people read an item alike (two careful
+        raters of a 3.5 both say 4), so a group of careful workers, screened in by that,
+        would find every careful worker matching it beyond the model. Each group's chances
+        are therefore calibrated by the crowd outside it: the upper quartile, over the
+        other workers tested against the group's screen component, of their matches over
+        the model's expected ones (at least 1; at least `_REFERENCES` such workers, or the
+        group is not tested). Colluders match their group far beyond anyone else; a careful
+        worker matches a careful group as the other careful workers do."""
         components = [g for g in _components(screen) if len(g) >= 2]
-        plans: list[tuple[str, list[str], list[str]]] = []
+        plans: list[tuple[str, list[str], int, list[str]]] = []
         for worker in sorted(tasks_of):
-            groups = [g for g in components if worker not in g]
-            own = next((g for g in components if worker in g), None)
-            if own is not None:
-                rest = {w: screen[w] - {worker} for w in own if w != worker}
-                groups += [g for g in _components(rest) if len(g) >= 2]
-            for group in groups:
-                if len(group) > self.max_group:
-                    continue
-                near = set[str]().union(*(tasks_of[g] for g in group)) & tasks_of[worker]
-                if len(near) >= self.min_shared:
-                    plans.append((worker, group, sorted(near)))
+            for key, component in enumerate(components):
+                if worker not in component:
+                    groups = [component]
+                else:  # the worker's own component, the worker left out
+                    rest = {w: screen[w] - {worker} for w in component if w != worker}
+                    groups = [g for g in _components(rest) if len(g) >= 2]
+                for group in groups:
+                    if len(group) > self.max_group:
+                        continue
+                    near = set[str]().union(*(tasks_of[g] for g in group)) & tasks_of[worker]
+                    if len(near) >= self.min_shared:
+                        plans.append((worker, group, key, sorted(near)))
         level = self.alpha / max(len(plans), 1)
+        tallies = []
+        for worker, group, key, shared in plans:
+            chances, matches = self._against(worker, group, shared, by_task, board, skill,
+                                             offsets, centre)  # fmt: skip
+            tallies.append((worker, group, key, chances, matches))
+        outside: dict[int, list[tuple[str, float]]] = {}
+        for worker, _, key, chances, matches in tallies:
+            if worker not in components[key] and sum(chances) > 0:
+                outside.setdefault(key, []).append((worker, matches / sum(chances)))
         found: list[dict[str, Any]] = []
-        for worker, group, shared in plans:
+        for worker, group, key, chances, matches in tallies:
             if wanted is not None and worker not in wanted:
                 continue
-            members = set(group)
-            left_out = members | {worker}
-            chances: list[float] = []
-            matches = 0
-            for task in shared:
-                given = by_task[task]
-                theirs = Counter(given[g] for g in group if g in given)
-                label = max(theirs, key=lambda x: (theirs[x], repr(x)))
-                chance: float | None = None
-                if not self.ordinal:  # None: too few outside the group to say what is true
-                    chance = board.give_chance(task, left_out, skill[worker], label)
-                elif task in centre:
-                    d = float(label) - float(centre[task])  # type: ignore[arg-type]
-                    chance = offsets.get(worker, {}).get(d, 0.0)
-                if chance is None:
-                    continue
-                chances.append(chance)
-                matches += given[worker] == label
-            expected = sum(chances)
-            if matches - expected < self.min_excess:
+            ratios = [r for w, r in outside.get(key, []) if w != worker]
+            if len(ratios) < _REFERENCES:
                 continue
-            p_value = _upper_tail(chances, matches)
+            scale = max(1.0, float(np.quantile(ratios, 0.75)))
+            scaled = [min(1.0, c * scale) for c in chances]
+            expected = sum(scaled)
+            if matches - expected < self.min_excess or matches < self.copied * len(chances):
+                continue
+            p_value = _upper_tail(scaled, matches)
             if p_value <= level:
                 found.append({"worker": worker, "group": group, "shared": len(chances),
                               "matches": matches, "expected": round(expected, 3),
-                              "p_value": p_value})  # fmt: skip
+                              "calibration": round(scale, 3), "p_value": p_value})  # fmt: skip
         return found
+
+    def _against(
+        self,
+        worker: str,
+        group: list[str],
+        shared: list[str],
+        by_task: Mapping[str, Mapping[str, Hashable]],
+        board: LeaveOut,
+        skill: Mapping[str, float],
+        offsets: Mapping[str, Mapping[float, float]],
+        centre: Mapping[str, Hashable],
+    ) -> tuple[list[float], int]:
+        """The chance, on each task the worker shares with `group` that can be judged, that
+        the worker gives the group's label independently; and how often they did."""
+        left_out = {*group, worker}
+        chances: list[float] = []
+        matches = 0
+        for task in shared:
+            given = by_task[task]
+            theirs = Counter(given[g] for g in group if g in given)
+            label = max(theirs, key=lambda x: (theirs[x], repr(x)))
+            chance: float | None = None
+            if not self._ordinal(task):  # None: too few outside the group to say what is true
+                chance = board.give_chance(task, left_out, skill[worker], label)
+            elif task in centre:
+                d = float(label) - float(centre[task])  # type: ignore[arg-type]
+                chance = offsets.get(worker, {}).get(d, 0.0)
+            if chance is None:
+                continue
+            chances.append(chance)
+            matches += given[worker] == label
+        return chances, matches
 
     def _test(
         self,
@@ -253,7 +316,7 @@ class Collusion:
         b: str,
         shared: list[str],
         by_task: Mapping[str, Mapping[str, Hashable]],
-        board: _Board,
+        board: LeaveOut,
         skill: Mapping[str, float],
         writing: _Writing,
         offsets: Mapping[str, Mapping[float, float]],
@@ -261,9 +324,8 @@ class Collusion:
         """The pair's evidence, with `convicted` (at the Bonferroni level) and `screened`
         (at the loose screen's, uncorrected)."""
         chances: list[float] = []
-        if self.ordinal:
-            f_a, f_b = offsets.get(a, {}), offsets.get(b, {})
-            same_offset = min(1.0, sum(p * f_b.get(d, 0.0) for d, p in f_a.items()))
+        f_a, f_b = offsets.get(a, {}), offsets.get(b, {})
+        same_offset = min(1.0, sum(p * f_b.get(d, 0.0) for d, p in f_a.items()))
         matches = 0
         same_explanations = 0
         text_chances: list[float] = []
@@ -274,7 +336,7 @@ class Collusion:
             if text is not None and other is not None:
                 text_chances.append(writing.match_chance(task, a, b, study_texts))
                 same_explanations += text == other
-            if self.ordinal:
+            if self._ordinal(task):
                 chances.append(same_offset)
             else:
                 chances.append(board.pair_chance(task, a, b, skill[a], skill[b]))
@@ -298,108 +360,6 @@ class Collusion:
             "screened": (excess and p_value <= self.screen_alpha)
             or (worded and same_p <= self.screen_alpha),
         }
-
-
-class _Board:
-    """Per task, the one-coin evidence for each label being the truth and the count of each
-    label given, so that the truth's posterior with a few workers left out costs O(k) per
-    worker left out, not a pass over the task's workers (the screen tests every pair).
-
-    Under the one-coin model a worker of accuracy r (clamped to [1/k, 0.98]) who gave label
-    i multiplies label i's odds of being the truth by r (k - 1) / (1 - r), the others' by 1.
-    A known truth (gold) is the posterior itself.
-    """
-
-    def __init__(
-        self,
-        by_task: Mapping[str, Mapping[str, Hashable]],
-        labels: Mapping[str, list[Hashable]],
-        skill: Mapping[str, float],
-        known: Mapping[str, Hashable],
-    ) -> None:
-        self.options: dict[str, list[Hashable]] = {}
-        self.weight: dict[str, list[float]] = {}
-        self.counts: dict[str, list[float]] = {}
-        self.given: dict[str, dict[str, tuple[int, float]]] = {}
-        self.known: dict[str, int] = {}
-        for task, given in by_task.items():
-            options = labels[_question(task)]
-            k = len(options)
-            index = {x: i for i, x in enumerate(options)}
-            weight = [0.0] * k
-            counts = [_PRIOR / k] * k
-            own: dict[str, tuple[int, float]] = {}
-            for worker, label in given.items():
-                i = index[label]
-                rate = min(max(skill[worker], 1 / k), 0.98) if k > 1 else 1.0
-                w = math.log(rate * (k - 1) / (1 - rate)) if k > 1 else 0.0
-                weight[i] += w
-                counts[i] += 1
-                own[worker] = (i, w)
-            self.options[task], self.weight[task] = options, weight
-            self.counts[task], self.given[task] = counts, own
-            if task in known and known[task] in index:
-                self.known[task] = index[known[task]]
-
-    def _without(self, task: str, left_out: Iterable[str]) -> tuple[list[float], list[float], int]:
-        """The truth's posterior and the label counts on `task` without `left_out`, and how
-        many workers that leaves."""
-        weight, counts = list(self.weight[task]), list(self.counts[task])
-        own = self.given[task]
-        gone = 0
-        for worker in left_out:
-            if worker in own:
-                i, w = own[worker]
-                weight[i] -= w
-                counts[i] -= 1
-                gone += 1
-        k = len(weight)
-        if task in self.known:
-            post = [0.0] * k
-            post[self.known[task]] = 1.0
-        else:
-            top = max(weight)
-            post = [math.exp(x - top) for x in weight]
-            norm = sum(post)
-            post = [x / norm for x in post]
-        return post, counts, len(own) - gone
-
-    def pair_chance(self, task: str, a: str, b: str, p_a: float, p_b: float) -> float:
-        """P(two independent workers of accuracies p_a and p_b give the same label on the
-        task), the truth's posterior and the wrong labels' shares from the others."""
-        if len(self.options[task]) < 2:
-            return 1.0
-        post, counts, _ = self._without(task, (a, b))
-        total = sum(counts)
-        squares = sum(c * c for c in counts)
-        chance = 0.0
-        for z, q in enumerate(post):
-            spread = total - counts[z]
-            same_wrong = (squares - counts[z] ** 2) / (spread * spread)
-            chance += q * (p_a * p_b + (1 - p_a) * (1 - p_b) * same_wrong)
-        return chance
-
-    def give_chance(
-        self, task: str, left_out: Collection[str], p: float, label: Hashable
-    ) -> float | None:
-        """P(an independent worker of accuracy p gives `label` on the task), from the workers
-        outside `left_out`; None where fewer than two of them answered and the truth is
-        not known (their posterior would be little more than the prior)."""
-        options = self.options[task]
-        if len(options) < 2:
-            return 1.0
-        post, counts, outside = self._without(task, left_out)
-        if outside < 2 and task not in self.known:
-            return None
-        target = options.index(label)
-        total = sum(counts)
-        chance = 0.0
-        for z, q in enumerate(post):
-            if z == target:
-                chance += q * p
-            else:
-                chance += q * (1 - p) * counts[target] / (total - counts[z])
-        return chance
 
 
 class _Writing:

@@ -152,6 +152,7 @@ def crowd_evidence(
     truth: Mapping[str, Hashable] | None = None,
     focus: Collection[str] | None = None,
     checks: Iterable[tuple[int, str, bool]] = (),
+    ordinal_questions: Collection[str] = (),
 ) -> dict[str, dict[str, Any]]:
     """Per worker: agreement with the crowd (whole record and recent window) and collusion.
 
@@ -160,7 +161,9 @@ def crowd_evidence(
     (task, worker) to the worker's explanation there; `ordinal`: the labels are points on a
     scale, and one step off the truth counts as right. Collusion is tested for the pairs
     with a worker of `focus` (None: every pair). `checks` are the attention checks as (how
-    many of `answers` came before it, worker, passed), in order.
+    many of `answers` came before it, worker, passed), in order. `ordinal_questions`: where
+    `ordinal` is False, the questions whose labels are points on a scale all the same (a
+    form's ratings), which collusion reads as offsets from the consensus.
     Keys: agreement_n (tasks judged), agreement (the estimated accuracy against the crowd's
     posterior of the truth), agreement_chance (a random answer's), agreement_threshold
     (chance + margin * (crowd - chance)), agreement_below_prob (P(accuracy < threshold)),
@@ -193,7 +196,7 @@ def crowd_evidence(
     texts = {key: text for key, text in normalized.items() if len(text) >= shortest}
     collusion = Collusion(
         ordinal=ordinal, min_shared=policy.collusion_min_shared,
-        alpha=policy.collusion_alpha,
+        alpha=policy.collusion_alpha, ordinal_questions=frozenset(ordinal_questions),
     ).fit(answers, texts, agreement.skill_, focus, agreement.consensus_, truth)  # fmt: skip
     group_of = {worker: group for group in collusion.groups_ for worker in group}
     pairs_of: dict[str, list[dict[str, Any]]] = {}

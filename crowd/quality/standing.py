@@ -437,10 +437,21 @@ def crowd_metrics(
             answers.append((task, str(worker_id), label))
             if explanation:
                 explanations[(task, str(worker_id))] = explanation
+    questions = {task.rsplit("/", 1)[-1] for task, _, _ in answers}
     return crowd_evidence(
         answers, config, ordinal=hit.ordinal_labels, explanations=explanations,
         truth=truth, focus=None if focus is None else [str(w) for w in focus], checks=checks,
+        ordinal_questions=scale_questions(hit, study.config, questions),
     )  # fmt: skip
+
+
+def scale_questions(hit: HitType, config: Mapping[str, Any], questions: set[str]) -> set[str]:
+    """Of `questions`, those whose labels are points on a scale in a type whose other
+    questions are categories: a form's rating fields (the questions ordinal_mean
+    aggregates). Collusion reads raters' habits there as offsets, as on a rating type."""
+    if "ordinal_mean" not in hit.aggregation_methods:
+        return set()
+    return {q for q in questions if hit.label_applies("ordinal_mean", q, config)}
 
 
 def _judge(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 
 from qc.agreement import CrowdAgreement
 from qc.collusion import Collusion
+from qc.leave_out import LeaveOut
 from tests.qc.test_agreement import K, crowd
 
 
@@ -139,6 +141,7 @@ def test_two_lenient_raters_agree_by_habit_and_two_copying_raters_do_not() -> No
     [({"min_shared": 0}, "min_shared"), ({"alpha": 1}, "alpha"),
      ({"min_excess": "2"}, "min_excess"), ({"min_same_explanations": 0}, "min_same_explanations"),
      ({"screen_alpha": 0}, "screen_alpha"), ({"max_group": 1}, "max_group"),
+     ({"copied": 1.5}, "copied"), ({"ordinal_questions": ["quality"]}, "ordinal_questions"),
      ({"alpha": "0.1"}, "alpha")],
 )  # fmt: skip
 def test_settings_are_checked(kwargs: dict[str, float], message: str) -> None:
@@ -202,3 +205,66 @@ def test_a_group_test_is_only_where_the_truth_has_witnesses_outside_the_group() 
     truth = {f"i{t}/best": t % K for t in range(30)}
     model = Collusion().fit(answers, skills={"a": 0.9, "b": 0.9, "c": 0.9}, truth=truth)
     assert model.group_tests_ == [] and model.pairs_ == []
+
+
+def test_raters_with_like_habits_are_no_ring_when_their_ratings_are_read_as_a_scale() -> None:
+    # A form's 1-5 field among its categories: lenient raters say 4 where harsh ones say 3,
+    # each consistently. Read as categories, raters of like habits agree far beyond the
+    # one-coin model and are convicted as pairs or against groups of their likes; read as a
+    # scale (offsets from the consensus, ordinal_questions), they are what they are.
+    as_categories, as_scale = [], []
+    for seed in range(4):
+        rng = random.Random(seed)
+        habit = [rng.gauss(0, 0.5) for _ in range(24)]
+        answers = []
+        for t in range(40):
+            quality = rng.uniform(1, 5)
+            for n in rng.sample(range(24), 15):
+                rating = min(5, max(1, round(quality + habit[n] + rng.gauss(0, 0.2))))
+                answers.append((f"i{t}/quality", f"c{n}", rating))
+        agreement = CrowdAgreement().fit(answers)
+        for found, questions in ((as_categories, frozenset()), (as_scale, {"quality"})):
+            model = Collusion(ordinal_questions=frozenset(questions)).fit(
+                answers, skills=agreement.skill_, consensus=agreement.consensus_
+            )
+            found += [*model.pairs_, *model.group_tests_]
+    assert as_categories != [] and as_scale == []
+
+
+def naive_pair_chance(given: dict[str, int], a: str, b: str, skill: dict[str, float]) -> float:
+    """P(two independent workers match on a task), recomputed from the others' answers."""
+    options = list(range(K))
+    others = {w: x for w, x in given.items() if w not in (a, b)}
+    counts = {x: 1.0 / K for x in options}
+    for label in others.values():
+        counts[label] += 1
+    logits = []
+    for z in options:
+        total = 0.0
+        for worker, label in others.items():
+            rate = min(max(skill[worker], 1 / K), 0.98)
+            total += math.log(rate if label == z else (1 - rate) / (K - 1))
+        logits.append(total)
+    weights = [math.exp(x - max(logits)) for x in logits]
+    chance = 0.0
+    for z, weight in zip(options, weights, strict=True):
+        wrong = {x: c for x, c in counts.items() if x != z}
+        same_wrong = sum((c / sum(wrong.values())) ** 2 for c in wrong.values())
+        p_a, p_b = skill[a], skill[b]
+        chance += weight / sum(weights) * (p_a * p_b + (1 - p_a) * (1 - p_b) * same_wrong)
+    return chance
+
+
+def test_leaving_workers_out_by_subtraction_gives_the_posterior_recomputed_without_them() -> None:
+    rng = random.Random(7)
+    skill = {f"w{n}": rng.uniform(0.1, 0.99) for n in range(12)}
+    by_task = {
+        f"i{t}/best": {w: rng.randrange(K) for w in rng.sample(sorted(skill), rng.randint(2, 12))}
+        for t in range(50)
+    }
+    board = LeaveOut(by_task, {"best": list(range(K))}, skill, known={})
+    for task, given in by_task.items():
+        a, b = sorted(given)[:2]
+        assert board.pair_chance(task, a, b, skill[a], skill[b]) == pytest.approx(
+            naive_pair_chance(given, a, b, skill), abs=1e-12
+        )

@@ -29,7 +29,9 @@ from crowd.storage import (
 )
 from crowd.studies.lifecycle import get_study
 from qc.rules import DEFAULT_RULES
+from tasks import get_hit_type
 from tests.conftest import join, passage
+from tests.tasks.form_helpers import sample_config
 
 NO_EXPLANATION = {"annotations_per_item": 1, "attention_rate": 0.0, "require_explanation": False}
 # RoFT's filter: one failed attention check leaves a worker out (the default waits for two).
@@ -530,3 +532,11 @@ def test_exports_and_the_report_leave_out_soft_blocked_workers(
     majority = data["aggregation"]["majority_vote"]
     assert majority["n_workers"] == 1  # the filtered set: the good worker only
     assert majority["n_tasks"] == 1
+
+
+def test_a_forms_rating_fields_are_the_scales_collusion_reads_as_offsets() -> None:
+    asked = {"faithfulness", "problems", "strengths", "own field"}
+    assert quality.scale_questions(get_hit_type("form"), sample_config(), asked) == {"faithfulness"}
+    # A comparison's pick is a category; a rating type's questions are all scales.
+    assert quality.scale_questions(get_hit_type("comparison"), {}, {"best"}) == set()
+    assert quality.scale_questions(get_hit_type("likert"), {}, {"fluency"}) == {"fluency"}
