@@ -211,9 +211,9 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
         # the rules above and below see apart (qc.drift).
         ("stopped_reading", "stopped_reading_prob", drift, soft, {"stopped_reading_n": 4},
          "Answers and attention checks together: credibly not reading now."),
-        ("below_crowd", "agreement_below_prob", credibility, soft, {"agreement_n": 8},
+        ("below_crowd", "agreement_below_prob", credibility, soft, {"agreement_n": 10},
          "Accuracy against the crowd credibly closer to chance than to the crowd's."),
-        ("drifted", "recent_below_prob", drift, soft, {"agreement_n": 10},
+        ("drifted", "recent_below_prob", 1 - (1 - credibility) / 25, soft, {"agreement_n": 10},
          "Recent answers credibly closer to chance than to the crowd: stopped reading."),
         # Counted over the answers the worker chose (real and gold items; an attention check
         # dictates its answer), so a few choices among many checks never look constant. At
