@@ -46,7 +46,11 @@ log = logging.getLogger(__name__)
 
 # A batch is bounded so that its job never nears EVENT_TIMEOUT, and on SQLite never holds
 # the write lock long while the web's answers wait for it: it takes no more events once its
-# transaction has run BATCH_SECONDS (the job's own event is handled whatever the time).
+# transaction has run BATCH_SECONDS beyond its costliest event (the job's own event is
+# handled whatever the time). The costliest is the one whose handler refreshes QC standing
+# for every worker with unread answers (crowd.quality.stats), which a study's size sets;
+# the events after it are then read already and cost milliseconds each, and leaving them
+# to the next batch would make it pay for another refresh.
 BATCH_SIZE = 200
 BATCH_SECONDS = 1.0
 # Which job runs an event's follow-ups: set (never deleted) by the job that runs them, kept
@@ -161,9 +165,12 @@ def _handle_batch(db: Database, job: Job | None, event_id: int) -> str:
             # An event whose handlers failed before runs alone, so that it fails no batch.
             if job is not None and row.last_error is None and row.topic in batched_topics():
                 rows = sorted([row, *_take_pending(session, event_id)], key=lambda r: r.id)
+            longest = 0.0  # the costliest event's handling: the batch's one QC refresh
             for each in rows:
-                if each is not row and time.monotonic() - started >= BATCH_SECONDS:
+                spent = time.monotonic() - started
+                if each is not row and spent - longest >= BATCH_SECONDS:
                     continue  # left to its own job, or the next batch
+                began = time.monotonic()
                 event = _event(each)
                 # Another job's batch handled this job's own event while it waited for the
                 # lock: only its follow-ups are left (below).
@@ -173,6 +180,7 @@ def _handle_batch(db: Database, job: Job | None, event_id: int) -> str:
                         handle(session, event)
                     each.handled_at = utcnow()
                     handled.append(each.id)
+                    longest = max(longest, time.monotonic() - began)
                 if job is not None and after_commit_handlers(event.topic):
                     follow_ups.append(event)
                 else:

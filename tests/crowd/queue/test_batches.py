@@ -6,6 +6,7 @@ the test database: SQLite, or PostgreSQL with CROWD_TEST_DATABASE_URL)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +20,7 @@ from sqlalchemy import Connection, event, select
 
 from crowd.delivery import webhooks
 from crowd.plugins import load_features
+from crowd.quality import standing as quality_standing
 from crowd.queue import EVENTS, event_job_id, fetch_job, job_queue, jobs
 from crowd.queue.healing import requeue_orphans
 from crowd.queue.hooks import batched_topics
@@ -186,6 +188,28 @@ def test_a_batch_out_of_time_handles_its_own_event_and_leaves_the_rest(
     for event_id in backlog[:-1]:
         assert run_job(connection, event_id) == f"processed outbox event {event_id}"
     assert states(db) == {event_id: (True, True) for event_id in backlog}
+
+
+def test_a_slow_qc_refresh_does_not_push_the_events_it_read_out_of_the_batch(
+    backlog: list[int], connection: redis.Redis, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first event's refresh reads every worker's answers and takes longer than the
+    # batch's budget (a big study); the other events are then cheap and join the batch.
+    monkeypatch.setattr(jobs, "BATCH_SECONDS", 0.3)
+    refreshed = count_refreshes(monkeypatch)
+    real_refresh = quality_standing.refresh_standings
+
+    def slow(session: Any, study: Any, worker_ids: list[int]) -> Any:
+        time.sleep(0.6)
+        return real_refresh(session, study, worker_ids)
+
+    monkeypatch.setattr(quality_standing, "refresh_standings", slow)
+    n = len(backlog)
+    assert (
+        run_job(connection, backlog[0]) == f"processed outbox event {backlog[0]} and {n - 1} more"
+    )
+    assert states(db) == {event_id: (True, True) for event_id in backlog}
+    assert len(refreshed) == 1
 
 
 def test_a_handler_that_raises_rolls_the_batch_back_and_then_runs_alone(
