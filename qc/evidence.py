@@ -159,9 +159,10 @@ def crowd_evidence(
     `answers` are (task, worker, label) in answer-time order, a task being "item/question";
     `truth` gives the known answers (gold items, attention checks); `explanations` map
     (task, worker) to the worker's explanation there; `ordinal`: the labels are points on a
-    scale, and one step off the truth counts as right. Collusion is tested for the pairs
-    with a worker of `focus` (None: every pair). `checks` are the attention checks as (how
-    many of `answers` came before it, worker, passed), in order. `ordinal_questions`: where
+    scale, and one step off the truth counts as right. Collusion reports the pairs with a
+    worker of `focus` and tests those workers against groups (None: everyone). `checks`
+    are the attention checks as (how many of `answers` came before it, worker, passed), in
+    order. `ordinal_questions`: where
     `ordinal` is False, the questions whose labels are points on a scale all the same (a
     form's ratings), which collusion reads as offsets from the consensus.
     Keys: agreement_n (tasks judged), agreement (the estimated accuracy against the crowd's

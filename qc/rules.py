@@ -213,6 +213,8 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
          "Answers and attention checks together: credibly not reading now."),
         ("below_crowd", "agreement_below_prob", credibility, soft, {"agreement_n": 10},
          "Accuracy against the crowd credibly closer to chance than to the crowd's."),
+        # The recent window alone, looked at on every refresh: firmer still, since
+        # stopped_reading covers the same ground with the attention checks too.
         ("drifted", "recent_below_prob", 1 - (1 - credibility) / 25, soft, {"agreement_n": 10},
          "Recent answers credibly closer to chance than to the crowd: stopped reading."),
         # Counted over the answers the worker chose (real and gold items; an attention check
