@@ -202,7 +202,7 @@ class Collusion:
         for found in self.group_tests_:
             partners.setdefault(found["worker"], set()).update(found["group"])
         self.partners_ = {w: sorted(p) for w, p in sorted(partners.items())}
-        self.groups_ = _components(_undirected(partners))
+        self.groups_ = _components(partners)
         return self
 
     def _ordinal(self, task: str) -> bool:
@@ -468,19 +468,18 @@ def _upper_tail(probabilities: list[float], k: int) -> float:
     return float(min(1.0, max(0.0, dist[k])))
 
 
-def _undirected(partners: Mapping[str, set[str]]) -> dict[str, set[str]]:
-    both: dict[str, set[str]] = {}
-    for worker, others in partners.items():
+def _components(edges: Mapping[str, set[str]]) -> list[list[str]]:
+    """The connected components of a graph given as worker -> neighbours, an edge joining
+    both ends whichever side names it (a worker convicted against a group names the group;
+    the group's members need not name the worker)."""
+    linked: dict[str, set[str]] = {}
+    for worker, others in edges.items():
+        linked.setdefault(worker, set()).update(others)
         for other in others:
-            both.setdefault(worker, set()).add(other)
-            both.setdefault(other, set()).add(worker)
-    return both
-
-
-def _components(partners: Mapping[str, set[str]]) -> list[list[str]]:
+            linked.setdefault(other, set()).add(worker)
     seen: set[str] = set()
     groups: list[list[str]] = []
-    for start in sorted(partners):
+    for start in sorted(linked):
         if start in seen:
             continue
         stack, group = [start], set()
@@ -489,7 +488,7 @@ def _components(partners: Mapping[str, set[str]]) -> list[list[str]]:
             if worker in group:
                 continue
             group.add(worker)
-            stack.extend(partners.get(worker, ()))
+            stack.extend(linked[worker])
         seen |= group
         groups.append(sorted(group))
     return groups
