@@ -28,6 +28,10 @@ class Settings:
     sweep_interval: float = 10.0
     # Seconds an open assignment may sit untouched before the sweep abandons it.
     assignment_timeout: float = 1800.0
+    # Seconds between two batches of a study's answer events in one `crowd worker` (each
+    # batch refreshes QC for every worker with unread answers, at a cost the study's size
+    # sets); the answers stored meanwhile wait for the next. 0: a batch as soon as one waits.
+    qc_refresh_interval: float = 2.0
     testing: bool = False
     # MTurk: another endpoint than AWS's (tests, other regions); AWS credentials come from
     # boto3's usual places (AWS_ACCESS_KEY_ID, ~/.aws, an instance role).
@@ -66,6 +70,7 @@ class Settings:
             )
         sweep_interval = _seconds(env, "CROWD_SWEEP_INTERVAL", 10)
         assignment_timeout = _seconds(env, "CROWD_ASSIGNMENT_TIMEOUT", 1800)
+        qc_refresh_interval = _seconds(env, "CROWD_QC_REFRESH_INTERVAL", 2, zero=True)
         mturk_endpoint = env.get("CROWD_MTURK_ENDPOINT_URL") or None
         origins = tuple(
             _url(origin.strip(), "CROWD_MTURK_SUBMIT_ORIGINS").rstrip("/")
@@ -80,6 +85,7 @@ class Settings:
             base_url=env.get("CROWD_BASE_URL", "http://127.0.0.1:5000").rstrip("/"),
             sweep_interval=sweep_interval,
             assignment_timeout=assignment_timeout,
+            qc_refresh_interval=qc_refresh_interval,
             mturk_endpoint_url=_url(mturk_endpoint, "CROWD_MTURK_ENDPOINT_URL")
             if mturk_endpoint
             else None,
@@ -107,13 +113,14 @@ class Settings:
         return self.database_url.startswith("sqlite")
 
 
-def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+def _seconds(env: Mapping[str, str], name: str, default: float, zero: bool = False) -> float:
     try:
         value = float(env.get(name, default))
     except ValueError:
         raise ConfigurationError(f"{name} must be a number of seconds") from None
-    if value <= 0:
-        raise ConfigurationError(f"{name} must be more than 0 seconds")
+    if value < 0 or (value == 0 and not zero) or value != value or value == float("inf"):
+        floor = "0 seconds or more" if zero else "more than 0 seconds"
+        raise ConfigurationError(f"{name} must be {floor}")
     return value
 
 

@@ -118,6 +118,8 @@ def settings(tmp_path: Path, database_url: str, redis_url: str) -> Settings:
         testing=True,
         # Tests receive webhooks and callbacks on 127.0.0.1.
         delivery_allow_private=True,
+        # Jobs of one study's answers run back to back; the pacing has tests of its own.
+        qc_refresh_interval=0.0,
     )
 
 

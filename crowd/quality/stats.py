@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from crowd.quality import standing as quality
-from crowd.queue.hooks import QC_REFRESH, Event, on_event
+from crowd.queue.hooks import QC_REFRESH, Event, on_event, paced
 from crowd.storage import (
     Item,
     ItemKind,
@@ -141,6 +141,14 @@ def refresh_after_answer(session: Session, event: Event) -> None:
     if covered(session, response_id):
         return
     refresh_after_response(session, response_id)
+
+
+@paced(RESPONSE_STORED, RESPONSE_EXPLAINED)
+def study_of(event: Event) -> int | None:
+    """Answer events are paced by their study: each batch refreshes the QC of the study's
+    workers with unread answers, at a cost its size sets (crowd.queue.jobs)."""
+    study_id = event.payload.get("study_id")
+    return None if study_id is None else int(study_id)
 
 
 def covered(session: Session, response_id: int) -> bool:

@@ -21,6 +21,11 @@ queue itself imports no feature. Three kinds of event handlers:
   transaction open (a call to a crowd platform that can take seconds). It opens its own;
   the event is marked processed after it returns, and it raises to have the job retried.
 
+`paced(*topics)` names what a topic's event is paced by (a study, for the QC refresh whose
+cost the study's size sets): a worker begins a batch for one pacing key at most once every
+`Settings.qc_refresh_interval` seconds (crowd.queue.jobs), and the events that arrive
+meanwhile wait in the outbox for that batch.
+
 Sweeps (`every_sweep`) run beside `crowd worker` between its jobs; `on_commit` hooks are
 installed on every database whose commits enqueue work (the app's and each worker's).
 """
@@ -28,7 +33,7 @@ installed on every database whose commits enqueue work (the app's and each worke
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -60,6 +65,8 @@ OwnTransaction = Callable[[Event], str]
 InTransactionT = TypeVar("InTransactionT", bound=InTransaction)
 AfterCommitT = TypeVar("AfterCommitT", bound=AfterCommit)
 OwnTransactionT = TypeVar("OwnTransactionT", bound=OwnTransaction)
+PaceKey = Callable[[Event], Hashable | None]
+PaceKeyT = TypeVar("PaceKeyT", bound=PaceKey)
 SweepT = TypeVar("SweepT", bound=Callable[["SweepContext"], object])
 
 
@@ -74,6 +81,7 @@ class _Entry:
 _in_transaction: dict[str, list[_Entry]] = {}
 _after_commit: dict[str, list[_Entry]] = {}
 _own_transaction: dict[str, OwnTransaction] = {}
+_pace_keys: dict[str, PaceKey] = {}
 _serial = itertools.count()
 
 
@@ -136,6 +144,29 @@ def own_transaction(topic: str) -> Callable[[OwnTransactionT], OwnTransactionT]:
         return fn
 
     return register
+
+
+def paced(*topics: str) -> Callable[[PaceKeyT], PaceKeyT]:
+    """Register `fn(event) -> key` for `topics`: a worker begins a batch for one key (None:
+    the event is not paced) at most once per `Settings.qc_refresh_interval` seconds."""
+
+    def register(fn: PaceKeyT) -> PaceKeyT:
+        if not topics or ANY_TOPIC in topics:
+            raise RegistryError(f"{_name(fn)} must name the topics it paces")
+        for topic in topics:
+            existing = _pace_keys.get(topic)
+            if existing is not None and _name(existing) != _name(fn):
+                raise RegistryError(f"outbox topic {topic!r} is already paced by {_name(existing)}")
+            _pace_keys[topic] = fn
+        return fn
+
+    return register
+
+
+def pace_key(event: Event) -> Hashable | None:
+    """What the event is paced by (`paced`), or None."""
+    key_of = _pace_keys.get(event.topic)
+    return None if key_of is None else key_of(event)
 
 
 def in_transaction_handlers(topic: str) -> list[InTransaction]:

@@ -12,6 +12,12 @@ handled but not processed (the one that handled it was cut off, or is running th
 runs those no live job holds. Once its events are processed, the job drops their jobs still
 waiting in the queue (drop_queued_jobs), in one round trip; those a worker has already
 taken run, find their events processed, and only read.
+
+A worker begins a batch for a paced event (crowd.queue.hooks.paced: a study's answers) at
+most once per `Settings.qc_refresh_interval` seconds for its key: a job that comes sooner
+waits, outside any transaction, and its batch then takes what arrived meanwhile. So a study
+whose QC refresh takes R seconds costs the worker R in every interval, not back to back,
+and the answers wait at most the interval and a refresh.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
 
 import redis
@@ -38,6 +44,7 @@ from crowd.queue.hooks import (
     in_transaction_handlers,
     known_topic,
     own_transaction_handler,
+    pace_key,
 )
 from crowd.settings import Settings
 from crowd.storage import Database, OutboxEvent, utcnow
@@ -70,6 +77,8 @@ class JobContext:
 
 _context: JobContext | None = None
 _lock = threading.Lock()
+# When this process last began a batch for each pacing key (time.monotonic()), by database.
+_paced_at: dict[tuple[str, Hashable], float] = {}
 
 
 def configure(settings: Settings) -> JobContext:
@@ -121,7 +130,26 @@ def process_event(event_id: int) -> str:
         # follow-ups) comes back here, as does the job of an event another job's batch
         # handled: the handlers' work is done, only follow-ups are left.
         return _follow_up_handled(ctx.db, job, event)
+    if job is not None:
+        _keep_pace(ctx.settings, event)
     return _handle_batch(ctx.db, job, event_id)
+
+
+def _keep_pace(settings: Settings, event: Event) -> None:
+    """Wait until this process began its last batch for the event's pacing key at least
+    `settings.qc_refresh_interval` seconds ago (no wait for an event not paced)."""
+    every, key = settings.qc_refresh_interval, pace_key(event)
+    if key is None or every <= 0:
+        return
+    now = time.monotonic()
+    if len(_paced_at) > 1000:  # keys of studies long quiet
+        for stale in [k for k, began in _paced_at.items() if now - began > every]:
+            del _paced_at[stale]
+    slot = (settings.database_url, key)
+    wait = _paced_at.get(slot, now - every) + every - now
+    if wait > 0:
+        time.sleep(wait)
+    _paced_at[slot] = time.monotonic()
 
 
 def _event(row: OutboxEvent) -> Event:

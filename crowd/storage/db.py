@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -44,7 +45,11 @@ class Database:
 
     def __init__(self, url: str, echo: bool = False) -> None:
         self.url = url
-        kwargs: dict[str, Any] = {"echo": echo}
+        # JSON columns are decoded with orjson: a QC refresh reads every answer and QC flag
+        # of a study, and the standard library's decoder was 40% of its time at 18,000
+        # answers on PostgreSQL. (Written with json.dumps still: orjson refuses what the
+        # standard library takes, such as int keys.)
+        kwargs: dict[str, Any] = {"echo": echo, "json_deserializer": orjson.loads}
         if url.startswith("sqlite"):
             path = url.split("///", 1)[-1]
             if path and path != ":memory:":

@@ -44,11 +44,20 @@ def test_explicit_values_win(tmp_path: Path) -> None:
         {"CROWD_DATABASE_URL": "mysql://x"},
         {"CROWD_REDIS_URL": "http://x"},
         {"CROWD_SWEEP_INTERVAL": "soon"},
+        {"CROWD_SWEEP_INTERVAL": "0"},
+        {"CROWD_QC_REFRESH_INTERVAL": "-1"},
+        {"CROWD_QC_REFRESH_INTERVAL": "nan"},
     ],
 )
 def test_bad_settings_are_refused_with_a_hint(tmp_path: Path, env: dict[str, str]) -> None:
     with pytest.raises(ConfigurationError):
         Settings.from_env({"CROWD_DATA_DIR": str(tmp_path), "CROWD_SECRET_KEY": "k" * 40, **env})
+
+
+def test_the_qc_refresh_interval_may_be_zero_and_defaults_to_two_seconds(tmp_path: Path) -> None:
+    env = {"CROWD_DATA_DIR": str(tmp_path), "CROWD_SECRET_KEY": "k" * 40}
+    assert Settings.from_env(env).qc_refresh_interval == 2.0
+    assert Settings.from_env({**env, "CROWD_QC_REFRESH_INTERVAL": "0"}).qc_refresh_interval == 0
 
 
 def test_api_keys_are_stored_as_hashes() -> None:

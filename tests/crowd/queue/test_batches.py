@@ -16,7 +16,7 @@ import redis
 from flask.testing import FlaskClient
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
-from sqlalchemy import Connection, event, select
+from sqlalchemy import Connection, event, func, select
 
 from crowd.delivery import webhooks
 from crowd.plugins import load_features
@@ -404,3 +404,46 @@ def test_a_failed_drop_leaves_the_jobs_to_run_as_before(
     assert queued(connection) == {event_job_id(e) for e in backlog[1:]}
     assert all("already processed" in run_job(connection, e) for e in backlog[1:])
     assert len(requests) == n
+
+
+def test_a_studys_answers_begin_a_batch_at_most_once_an_interval(
+    settings: Settings,
+    client: FlaskClient,
+    auth: dict[str, str],
+    make_study: Any,
+    connection: redis.Redis,
+    db: Database,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    interval = 3.0
+    configure(settings.with_changes(qc_refresh_interval=interval))
+    refreshed = count_refreshes(monkeypatch)
+    config = {"annotations_per_item": 1, "attention_rate": 0.0}
+    paced = make_study([passage(f"p{i}", 2, n=3) for i in range(6)], config)
+    elsewhere = make_study([passage("q0", 2, n=3)], config)
+
+    def answer(study_id: int, *names: str) -> list[int]:
+        """Each of `names` answers an item of the study: the events stored."""
+        with db.read_session() as session:
+            before = session.scalar(select(func.max(OutboxEvent.id))) or 0
+        for name in names:
+            play(client, join(client, auth, external_id=name), study_id, guess=2)
+        with db.read_session() as session:
+            return list(session.scalars(select(OutboxEvent.id).where(OutboxEvent.id > before)
+                                        .order_by(OutboxEvent.id)))  # fmt: skip
+
+    first = answer(paced, *WORKERS)
+    began = time.monotonic()
+    assert run_job(connection, first[0]) == f"processed outbox event {first[0]} and 5 more"
+    # Another study's answer is not held by this one's pace.
+    other = answer(elsewhere, "dee")
+    assert run_job(connection, other[0]) == f"processed outbox event {other[0]} and 1 more"
+    assert time.monotonic() - began < interval
+    # The study's next job waits out the interval from its last batch; one batch (one
+    # refresh) then takes every answer stored meanwhile.
+    later = answer(paced, *WORKERS[:2])
+    assert run_job(connection, later[0]) == f"processed outbox event {later[0]} and 3 more"
+    assert time.monotonic() - began >= interval
+    assert [run_job(connection, e) for e in later[1:]] == [None] * 3
+    assert len(refreshed) == 3  # the study's two batches and the other study's one
+    assert states(db) == {event_id: (True, True) for event_id in [*first, *other, *later]}
