@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import case, false, func, select
 from sqlalchemy.orm import Session
 
 from crowd.quality import standing as quality
@@ -85,36 +85,54 @@ def refresh_worker(session: Session, worker_id: int, study_id: int) -> dict[str,
 def refresh_workers(
     session: Session, worker_ids: Collection[int], study_id: int
 ) -> dict[int, dict[str, Any]]:
-    """`refresh_worker` for several workers, their answers read in one query (by worker id)."""
+    """`refresh_worker` for several workers: their numbers counted in the database, in one
+    statement (a refresh of a busy study's workers decoded every answer's QC flags for a
+    yes or no on its attention checks)."""
     ids = sorted(set(worker_ids))
     workers = session.scalars(select(Worker).where(Worker.id.in_(ids)).order_by(Worker.id)).all()
-    rows: dict[int, list[tuple[ItemKind, float | None, dict[str, Any]]]] = {}
-    for worker_id, kind, score, flags in session.execute(
-        select(Response.worker_id, Item.kind, Response.score, Response.qc_flags)
-        .join(Item, Item.id == Response.item_id)
-        .where(Response.study_id == study_id, Response.worker_id.in_(ids))
-    ):
-        rows.setdefault(worker_id, []).append((kind, score, flags))
-    return {worker.id: _store(worker, study_id, rows.get(worker.id, [])) for worker in workers}
+    # Practice answers on training examples and attention checks earn no points.
+    scored = Item.kind.in_((ItemKind.REAL, ItemKind.GOLD)) & Response.score.is_not(None)
+    check = Item.kind == ItemKind.ATTENTION
+    failed = check & (Response.qc_flags["attention_passed"].as_boolean() == false())
+    counted = {
+        worker_id: numbers
+        for worker_id, *numbers in session.execute(
+            select(
+                Response.worker_id,
+                func.count(Response.id),
+                func.count(case((scored, 1))),
+                func.sum(case((scored, Response.score))),
+                func.count(case((check, 1))),
+                func.count(case((failed, 1))),
+            )
+            .join(Item, Item.id == Response.item_id)
+            .where(Response.study_id == study_id, Response.worker_id.in_(ids))
+            .group_by(Response.worker_id)
+        )
+    }
+    return {
+        worker.id: _store(worker, study_id, *counted.get(worker.id, (0, 0, None, 0, 0)))
+        for worker in workers
+    }
 
 
 def _store(
-    worker: Worker, study_id: int, rows: list[tuple[ItemKind, float | None, dict[str, Any]]]
+    worker: Worker,
+    study_id: int,
+    responses: int,
+    real: int,
+    points: float | None,
+    checks: int,
+    failed: int,
 ) -> dict[str, Any]:
-    """Write the worker's numbers in the study, from the (kind, score, QC flags) of its answers."""
-    # Practice answers on training examples and attention checks earn no points.
-    scored_kinds = (ItemKind.REAL, ItemKind.GOLD)
-    real = [score for kind, score, _ in rows if kind in scored_kinds and score is not None]
-    checks = [
-        flags.get("attention_passed") for kind, _, flags in rows if kind == ItemKind.ATTENTION
-    ]
-    failed = sum(1 for passed in checks if passed is False)
+    """Write the worker's numbers in the study: answers, scored answers (real and gold
+    items) and their points, attention checks and those failed."""
     numbers = {
-        "responses": len(rows),
-        "real_responses": len(real),
-        "points": sum(real),
-        "mean_points": round(sum(real) / len(real), 4) if real else None,
-        "attention_checks": len(checks),
+        "responses": responses,
+        "real_responses": real,
+        "points": float(points or 0),
+        "mean_points": round(float(points or 0) / real, 4) if real else None,
+        "attention_checks": checks,
         "attention_failed": failed,
     }
     key = str(study_id)
