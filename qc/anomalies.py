@@ -120,7 +120,8 @@ class WorkerSignals:
     Training rows are ignored; attention rows count for speed and typing but not for
     constant answers or runs (their answer is dictated). Fitted: `signals_` (worker ->
     signal -> the latest MAX_EXAMPLES evidence entries, each with response_id and item;
-    every name in `SIGNALS` is present) and `metrics_` (worker -> responses, too_fast_n,
+    every name in `SIGNALS` is present), `counts_` (worker -> signal -> the entries found,
+    kept or not) and `metrics_` (worker -> responses, too_fast_n,
     too_fast_share, constant_share, constant_value, longest_run, repeated_explanations,
     pasted_n, typed_too_fast_n), which count every response. Workers with only training
     rows appear with 0 responses.
@@ -138,6 +139,7 @@ class WorkerSignals:
     thresholds: AnomalyThresholds = field(default_factory=AnomalyThresholds)
     signals_: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict, init=False)
     metrics_: dict[str, dict[str, Metric]] = field(default_factory=dict, init=False)
+    counts_: dict[str, dict[str, int]] = field(default_factory=dict, init=False)
 
     def fit(self, rows: Iterable[Row]) -> WorkerSignals:
         by_worker: dict[str, list[Row]] = {}
@@ -146,10 +148,12 @@ class WorkerSignals:
             rows_of = by_worker.setdefault(str(row["worker"]), [])
             if row["kind"] != "training":
                 rows_of.append(row)
-        self.signals_, self.metrics_ = {}, {}
+        self.signals_, self.metrics_, self.counts_ = {}, {}, {}
         for worker, worker_rows in by_worker.items():
             signals, metrics = self._worker(worker_rows)
-            self.signals_[worker], self.metrics_[worker] = signals, metrics
+            self.counts_[worker] = {name: len(entries) for name, entries in signals.items()}
+            self.signals_[worker] = {name: e[-MAX_EXAMPLES:] for name, e in signals.items()}
+            self.metrics_[worker] = metrics
         return self
 
     def fit_predict(self, rows: Iterable[Row]) -> dict[str, dict[str, Metric]]:
@@ -189,7 +193,7 @@ class WorkerSignals:
             "pasted_n": len(signals["pasted"]),
             "typed_too_fast_n": len(signals["typed_too_fast"]),
         }
-        return {name: entries[-MAX_EXAMPLES:] for name, entries in signals.items()}, metrics
+        return signals, metrics
 
     def _runs(self, rows: list[Row]) -> tuple[int, list[dict[str, Any]]]:
         """The longest run of identical consecutive surfaces, and every run long enough."""

@@ -47,10 +47,11 @@ def worker_evidence(
     gold_accuracy (mean raw accuracy; None without gold), gold_mean (posterior mean; the
     prior's without gold), gold_below_prob (P(accuracy < config.gold.threshold); None
     without gold), gold_rate (the chance the next item is gold), "evidence" (signal ->
-    entries, for display), "source" ("live" if any row is live, else "imported"; what
-    `live_only` rules look at) and "rater_groups" (the sorted groups of the worker's rows).
-    Workers with only training rows appear with 0 responses. `crowd` (worker -> the metrics
-    of `crowd_evidence`) adds each worker's agreement with the crowd and collusion.
+    the latest entries, for display), "evidence_counts" (signal -> entries found), "source"
+    ("live" if any row is live, else "imported"; what `live_only` rules look at) and
+    "rater_groups" (the sorted groups of the worker's rows). Workers with only training
+    rows appear with 0 responses. `crowd` (worker -> the metrics of `crowd_evidence`) adds
+    each worker's agreement with the crowd and collusion.
 
     >>> from qc.config import parse_qc_config
     >>> rows = [{"worker": "a", "item": "g1", "kind": "gold", "gold_accuracy": 0.0},
@@ -99,6 +100,7 @@ def worker_evidence(
             "gold_mean": gold.mean(worker),
             "gold_below_prob": gold.prob_below(worker, policy.threshold) if n_gold else None,
             "evidence": signals.signals_[worker],
+            "evidence_counts": signals.counts_[worker],
             "source": LIVE if worker in live else IMPORTED,
             "rater_groups": sorted(groups.get(worker, ())),
             **NO_CROWD,

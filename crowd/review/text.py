@@ -220,6 +220,8 @@ class Section:
     title: str
     about: str
     lines: list[Line] = field(default_factory=list)
+    # How many the signal found, when QC kept only the latest of them (lines).
+    found: int | None = None
 
 
 def _of(part: int | None, whole: int | None) -> str:
@@ -233,7 +235,8 @@ def figures(evidence: Mapping[str, Any], alike: Callable[[str], str] | None = No
     most common answer. Keys this function does not know come last as "label: value".
     """
     e = dict(evidence)
-    used = {"evidence", "constant_value", "too_fast_n", "attention_checks", "gold_n"}
+    used = {"evidence", "evidence_counts", "constant_value", "too_fast_n", "attention_checks",
+            "gold_n"}  # fmt: skip
     out: list[Figure] = []
 
     def add(key: str, heading: str, text: str) -> None:
@@ -397,9 +400,12 @@ _ENTRY_KEYS = ("response_id", "item")
 
 
 def sections(
-    signals: Mapping[str, Any] | None, alike: Callable[[str], str] | None = None
+    signals: Mapping[str, Any] | None,
+    alike: Callable[[str], str] | None = None,
+    counts: Mapping[str, Any] | None = None,
 ) -> list[Section]:
-    """The worker's evidence entries by signal, each entry a sentence about its answer.
+    """The worker's evidence entries by signal, each entry a sentence about its answer;
+    `counts` (signal -> entries found) says where QC kept only the latest.
 
     Signals with no entries are left out; an unknown signal's entries read as their fields.
     """
@@ -425,7 +431,9 @@ def sections(
             response = entry.get("response_id")
             found.append(Line(text, None if item is None else str(item),
                               response if isinstance(response, int) else None))  # fmt: skip
-        out.append(Section(key, heading, about, found))
+        total = (counts or {}).get(key)
+        more = total if isinstance(total, int) and total > len(found) else None
+        out.append(Section(key, heading, about, found, more))
     return out
 
 
@@ -568,7 +576,8 @@ def worker_view(
     evidence = history.get("evidence") or {}
     return {
         "figures": figures(evidence, alike),
-        "sections": misses(rows, shown) + sections(evidence.get("evidence"), alike),
+        "sections": misses(rows, shown)
+        + sections(evidence.get("evidence"), alike, evidence.get("evidence_counts")),
         "answers": shown,
         "audit": audit_lines(history.get("audit") or []),
         "bonuses": [

@@ -18,6 +18,7 @@ from crowd.accounts import create_api_key, get_or_create_experimenter
 from crowd.cli import main
 from crowd.exceptions import PermissionDenied
 from crowd.platforms.publishing import open_study
+from crowd.quality.standing import refresh_study
 from crowd.review import Reviewer, act
 from crowd.storage import (
     Assignment,
@@ -36,6 +37,7 @@ from crowd.storage import (
     WorkerStatus,
 )
 from crowd.studies.lifecycle import create_study, import_items
+from qc.anomalies import MAX_EXAMPLES
 from tests.conftest import join, log_in_to_dashboard, passage
 from tests.crowd.quality.test_standing import ROFT_RULE
 
@@ -578,3 +580,31 @@ def test_the_review_page_shows_likert_answers_by_attribute_on_their_scale(
     assert f"expected: {expected}" in html
     assert re.search(rf"answered fluency: [45]/5[^;]*; expected {re.escape(expected)} "
                      r"\((0|50)% credit\)", html)  # fmt: skip
+
+
+def test_a_signal_with_more_entries_than_qc_keeps_says_how_many_it_found(
+    client: FlaskClient,
+    auth: dict[str, str],
+    api_key: str,
+    make_study: Callable[..., int],
+    db: Database,
+) -> None:
+    n = MAX_EXAMPLES + 4
+    # No rules: the worker answers every item faster than it can be read, and stays.
+    config = {"annotations_per_item": 1, "attention_rate": 0.0, "require_explanation": False,
+              "qc": {"rules": []}}  # fmt: skip
+    study_id = make_study([passage(f"p{i}", 2, n=3) for i in range(n)], config)
+    work(client, join(client, auth, external_id="quick"), study_id, n, guess=1)
+    with db.session() as session:  # what the queue's job does after each answer
+        study = session.get(Study, study_id)
+        assert study is not None
+        refresh_study(session, study)
+    log_in_to_dashboard(client, api_key)
+    page = client.get(f"/review/studies/{study_id}/workers/{worker_id(db, 'quick')}")
+    assert page.status_code == 200
+    html = page.get_data(as_text=True)
+    section = re.search(r'<section class="signal" data-signal="too_fast">(.*?)</section>', html,
+                        re.S)  # fmt: skip
+    assert section is not None, html
+    assert f'<span class="n">(the latest {MAX_EXAMPLES} of {n})</span>' in section[1]
+    assert section[1].count("<li>") == MAX_EXAMPLES

@@ -193,6 +193,16 @@ def test_each_signal_reads_as_a_sentence_about_its_answer() -> None:
         readable(section.title, section.about, *(line.text for line in section.lines))
 
 
+def test_a_signal_whose_entries_qc_kept_only_the_latest_of_says_how_many_it_found() -> None:
+    model = WorkerSignals().fit(rows())
+    counts = {**model.counts_["w"], "too_fast": 340}
+    found = {s.key: s.found for s in text.sections(model.signals_["w"], counts=counts)}
+    assert found == {
+        "too_fast": 340, "pasted": None, "typed_too_fast": None, "identical_run": None,
+        "repeated_explanation": None,
+    }  # fmt: skip
+
+
 def test_an_unknown_signal_reads_as_labelled_fields() -> None:
     signals = {
         "duplicate_answer": [{"response_id": 3, "item": "x", "same_as": 2, "share": 0.5}],

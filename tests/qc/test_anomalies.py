@@ -265,6 +265,11 @@ def test_evidence_keeps_the_latest_examples_and_the_metrics_count_them_all() -> 
     assert (reused["responses"], reused["response_ids"]) == (n, ids)
     assert len(reused["items"]) == MAX_EXAMPLES
     assert all(len(entries) <= MAX_EXAMPLES for entries in signals.values())
+    # How many each signal found, for the reviewer's "the latest 20 of 1,000".
+    assert model.counts_["w"] == {
+        "too_fast": n, "pasted": n, "typed_too_fast": 0, "identical_run": 1,
+        "repeated_explanation": 1,
+    }  # fmt: skip
 
     # The rules decide on the counts: the speed rule sees 1,000 of 1,000, not 20.
     config = parse_qc_config(None)
@@ -272,3 +277,4 @@ def test_evidence_keeps_the_latest_examples_and_the_metrics_count_them_all() -> 
     decisions = {d.rule: d for d in evaluate(evidence, config.rules)}
     assert decisions["too_fast"].evidence["too_fast_n"] == n
     assert f"answered {n} of {n} items too fast" in decisions["too_fast"].reason
+    assert evidence["w"]["evidence_counts"] == model.counts_["w"]
