@@ -12,6 +12,15 @@ QC benchmark's crowd shows on gold (`benchmarks/qc_bench.py --dump`): on boundar
 comparison gold 0.757 and 0.30 (one accuracy stands for all the bad kinds, so their rows
 are a guide, not a forecast of the QC table).
 
+Beside it, a floor for any rule: the likelihood-ratio test of "bad" against "careful" at
+those two accuracies (Wald's sequential test; at each number of answers the likelihood ratio
+is the most powerful test there is, Neyman-Pearson, and Wald's needs the fewest answers on
+average for given chances of error), its bar set so that careful workers are stopped at a
+given rate, with every item a gold item. A bad worker who passes the attention checks and
+copies nobody the crowd can see (a colluder whose ring shares few items, a paster alone)
+shows only by being wrong: a rule that stops them much sooner than this stops careful
+workers more often.
+
 Run: `.venv/bin/python benchmarks/qc_tradeoff.py` (under a second); it rewrites its block
 in benchmarks/RESULTS.md.
 """
@@ -35,6 +44,9 @@ TYPES: dict[str, tuple[float, float, float]] = {
 }
 CREDIBILITY = (0.95, 0.975, 0.99, 0.999)
 MIN_GOLD = 3
+# Careful workers' wrong stops the floor is computed at: one in each table's careful
+# worker-runs of a type (240), and rarer.
+CAREFUL_RATES = (1 / 240, 1 / 1000, 1 / 7000)
 
 
 def stops(p: float, threshold: float, credibility: float, n_max: int) -> np.ndarray:
@@ -52,6 +64,37 @@ def stops(p: float, threshold: float, credibility: float, n_max: int) -> np.ndar
             nxt[fires] = 0.0
         alive = nxt
     return first
+
+
+def ratio_stops(p: float, careful: float, bad: float, bar: float, n_max: int) -> np.ndarray:
+    """`stops` for the likelihood-ratio test: stop once log P(answers | bad) - log P(answers |
+    careful) >= bar, for a worker of accuracy p."""
+    right_step, wrong_step = np.log(bad / careful), np.log((1 - bad) / (1 - careful))
+    alive = np.array([1.0])
+    first = np.zeros(n_max)
+    for n in range(1, n_max + 1):
+        nxt = np.zeros(n + 1)
+        nxt[:-1] += alive * (1 - p)
+        nxt[1:] += alive * p
+        right = np.arange(n + 1)
+        fires = right * right_step + (n - right) * wrong_step >= bar - 1e-9
+        first[n - 1] = nxt[fires].sum()
+        nxt[fires] = 0.0
+        alive = nxt
+    return first
+
+
+def floor_bar(careful: float, bad: float, rate: float, n_max: int) -> float:
+    """The lowest bar (nats) at which careful workers are stopped at most at `rate`: the
+    test's wrong stops fall in steps as the bar rises, so the bars worth trying are the
+    values the log ratio takes."""
+    right_step, wrong_step = np.log(bad / careful), np.log((1 - bad) / (1 - careful))
+    values = sorted({k * right_step + (n - k) * wrong_step
+                     for n in range(1, n_max + 1) for k in range(n + 1)} - {0.0})  # fmt: skip
+    for bar in (v for v in values if v > 0):
+        if ratio_stops(careful, careful, bad, bar, n_max).sum() <= rate:
+            return bar
+    return float("inf")
 
 
 def median_stop(first: np.ndarray) -> float | None:
@@ -93,6 +136,26 @@ def block(n_max: int) -> str:
                 else f"| {name} | {credibility} | 0 | {caught.sum():.2f} | "
                 f"{'n/a' if median is None else f'{median:g}'} |"
             )
+    lines += [
+        "",
+        f"The floor under any rule: the likelihood-ratio test with every item gold, its bar "
+        f"set for a rate of careful workers' wrong stops (within {n_max} answers):",
+        "",
+        "| HIT type | careful workers stopped at most | bar (nats) | careful stopped | bad "
+        "workers stopped | median answers to the stop |",
+        "|---|---|---|---|---|---|",
+    ]
+    floor: dict[tuple[str, float], float | None] = {}
+    for name, (_, careful, bad) in TYPES.items():
+        for rate in CAREFUL_RATES:
+            bar = floor_bar(careful, bad, rate, n_max)
+            wrong = ratio_stops(careful, careful, bad, bar, n_max).sum()
+            caught = ratio_stops(bad, careful, bad, bar, n_max)
+            median = floor[name, rate] = median_stop(caught)
+            lines.append(
+                f"| {name} | 1 in {1 / rate:,.0f} | {bar:.2f} | 1 in {1 / wrong:,.0f} | "
+                f"{caught.sum():.2f} | {'n/a' if median is None else f'{median:g}'} |"
+            )
     nats = ", ".join(f"{name} {evidence(careful, bad):.2f}"
                      for name, (_, careful, bad) in TYPES.items())  # fmt: skip
     lines += [
@@ -100,10 +163,15 @@ def block(n_max: int) -> str:
         f"A bad worker's gold answer carries on average this many nats of evidence against "
         f"them: {nats}. A stop at credibility c needs about ln(c / (1 - c)) nats (2.9 at "
         "0.95, 4.6 at 0.99, 6.9 at 0.999), and the rarer a careful worker's wrong stop, the "
-        "more answers a bad worker gives first. With 720 careful worker-runs in the QC "
-        'table, "no careful worker excluded in any run" asks for about 1 in 1,000 per '
-        "worker and per rule (even odds of a clean table), and 1 in 7,000 for nine tables "
-        "in ten.",
+        "more answers a bad worker gives first. With 960 careful worker-runs in the QC "
+        'table (240 a type), "no careful worker excluded in any run" asks for about 1 in '
+        "1,400 per worker and per rule (even odds of a clean table), and 1 in 9,000 for "
+        "nine tables in ten. The floor says what that costs at best: a bad worker who shows "
+        "only by being wrong gives a median of "
+        + ", ".join(f"{floor[name, 1 / 1000]:g} ({name})" for name in TYPES)
+        + " answers before any test that stops 1 careful worker in 1,000 can stop them, and "
+        + ", ".join(f"{floor[name, 1 / 240]:g} ({name})" for name in TYPES)
+        + " at 1 in 240.",
         END,
     ]
     return "\n".join(lines)

@@ -10,7 +10,10 @@ worker` processes the outbox: each answer's QC refresh and report request. Every
 script counts the outbox events not processed yet (the backlog). It reports the web's
 answers/s, the queue's events/s, the backlog's growth per minute over the second half of the
 load, and how long the queue took to drain it after the load stopped. The target: the
-backlog does not grow.
+backlog does not grow. The worker runs on the default settings: it begins a batch of the
+study's answer events at most once every CROWD_QC_REFRESH_INTERVAL seconds (2), so the
+backlog swings between nothing and about two seconds of answers as long as a refresh of the
+whole study takes less than that.
 
 Only 127.0.0.1 is used. The script creates benchmarks/out/queue/ (git-ignored), resets the
 PostgreSQL database `bench` (never `test`) with --postgres, and flushes Redis database 13.
@@ -169,6 +172,7 @@ def run(args: argparse.Namespace, database_url: str, engine: str) -> dict[str, A
                     time.sleep(0.5)
                 sampler.stop_at.set()
                 sampler.join()
+                cpu = cpu_seconds(worker.pid)
             finally:
                 worker.terminate()
                 worker.wait(timeout=60)
@@ -190,7 +194,33 @@ def run(args: argparse.Namespace, database_url: str, engine: str) -> dict[str, A
         "drain_s": None if drained is None else drained - load_end,
         "answers": result.answers,
         "errors": result.errors,
+        **worker_log(out / "worker.log"),
+        # The worker's CPU over the load and the drain (its pacing waits cost none).
+        "worker_cpu": None if cpu is None else cpu / samples[-1][0],
     }
+
+
+def worker_log(path: Path) -> dict[str, Any]:
+    """From the worker's log (the jobs' own lines): the batches of answer events and their
+    median size."""
+    import re
+    import statistics
+
+    sizes = [
+        1 + int(found[1] or 0)
+        for found in re.finditer(r"\] processed outbox event \d+(?: and (\d+) more)?$",
+                                 path.read_text(errors="replace"), re.M)
+    ]  # fmt: skip
+    return {"batches": len(sizes), "batch_median": statistics.median(sizes) if sizes else None}
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The process's CPU time so far, user and system (Linux's /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def block(rows: list[dict[str, Any]], args: argparse.Namespace, facts: dict[str, str]) -> str:
@@ -203,14 +233,17 @@ def block(rows: list[dict[str, Any]], args: argparse.Namespace, facts: dict[str,
         "worker` on the events and reports queues, all on this machine.",
         "",
         "| store | web answers/s | queue events/s | backlog at the end of the load | peak "
-        "| growth per minute (second half) | drained after the load in |",
-        "|---|---|---|---|---|---|---|",
+        "| growth per minute (second half) | drained after the load in | batches of answer "
+        "events (median size) | worker CPU |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         drain = "not within the limit" if r["drain_s"] is None else f"{r['drain_s']:.0f} s"
         lines.append(
             f"| {r['engine']} | {r['answers_per_s']:.1f} | {r['events_per_s']:.1f} | "
-            f"{r['backlog_end']} | {r['backlog_peak']} | {r['growth_per_min']:+.0f} | {drain} |"
+            f"{r['backlog_end']} | {r['backlog_peak']} | {r['growth_per_min']:+.0f} | {drain} | "
+            f"{r['batches']} ({r['batch_median']}) | "
+            + ("-" if r["worker_cpu"] is None else f"{r['worker_cpu']:.0%} of a core") + " |"
         )
     lines += ["", "Each stored answer is one outbox event (its QC refresh and report request).",
               END]  # fmt: skip

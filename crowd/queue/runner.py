@@ -124,6 +124,10 @@ def run_worker(
             return _burst(settings, ctx.db, connection, worker, listened, max_rounds)
         finally:
             heartbeat.stop()
+    # The jobs' own lines (what each batch processed) beside RQ's, which RQ logs at INFO.
+    jobs_log = logging.getLogger("crowd.queue")
+    if jobs_log.getEffectiveLevel() > logging.INFO:
+        jobs_log.setLevel(logging.INFO)
     sweep_context = SweepContext(settings, ctx.db, connection)
     for lane in sorted({registered.lane for registered in sweeps()}):
         threading.Thread(target=_sweeper, args=(sweep_context, lane, stop),

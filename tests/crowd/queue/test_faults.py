@@ -4,6 +4,7 @@ answers. Every event is processed, once, and answers are stored at their usual p
 
 from __future__ import annotations
 
+import re
 import signal
 import statistics
 import subprocess
@@ -172,6 +173,9 @@ def test_workers_resume_by_themselves_when_redis_dies_mid_job(crowd: Crowd) -> N
     crowd.wait_until(crowd.all_processed, 60, "every event processed after Redis came back")
     assert [process.poll() for process in workers] == [None, None], crowd.workers.log_tail()
     crowd.check_every_effect_once(5)
+    # The jobs' own lines are in the workers' logs, beside RQ's.
+    logged = "".join(path.read_text(errors="replace") for path in crowd.workers.logs.glob("*"))
+    assert re.search(r"INFO crowd\.queue\.jobs: \[job outbox-\d+\] processed outbox event", logged)
 
 
 def test_a_job_whose_worker_was_killed_runs_again_within_a_minute(crowd: Crowd) -> None:
