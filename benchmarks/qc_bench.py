@@ -72,8 +72,7 @@ RESULTS = Path(__file__).with_name("RESULTS.md")
 START, END = "<!-- qc:start -->", "<!-- qc:end -->"
 BAD = ("slow_random", "colluder", "drifter", "paster", "position_biased")
 GOOD = ("careful", "noisy")
-# 40 workers each: half bad (4 of each bad kind), or mostly careful (a group of 4 colluders,
-# 2 of each other bad kind).
+# 40 workers each: half bad (4 of each bad kind), or mostly careful (4 colluders, 2 of the rest).
 MIXES: dict[str, dict[str, int]] = {
     "half_bad": {"careful": 16, "noisy": 4, **{kind: 4 for kind in BAD}},
     "mostly_careful": {"careful": 24, "noisy": 4, "slow_random": 2, "colluder": 4,
@@ -92,6 +91,9 @@ def start_worker(settings: Settings) -> subprocess.Popen[bytes]:
         "CROWD_DATABASE_URL": settings.database_url,
         "CROWD_REDIS_URL": settings.redis_url or "",
         "CROWD_SECRET_KEY": settings.secret_key,
+        # People answer in minutes: a study's 2 s between batches never holds one worker's
+        # answers back; at this crowd's pace it would, and stop them later than people.
+        "CROWD_QC_REFRESH_INTERVAL": "0",
     }
     crowd = Path(sys.executable).with_name("crowd")
     return subprocess.Popen(
