@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +16,26 @@ from sqlalchemy.orm import Session, sessionmaker
 MIGRATIONS = Path(__file__).with_name("migrations")
 READ_ONLY = "crowd_read_only"
 CONNECT_TIMEOUT = 5  # seconds
+# A number of 19 digits or more may lie outside 64 bits, where orjson turns it into a float.
+_LONG_NUMBER = re.compile(r"\d{19,}")
+_LONG_NUMBER_BYTES = re.compile(rb"\d{19,}")
+
+
+def load_json(text: str | bytes | memoryview) -> Any:
+    """A stored JSON value, decoded with orjson (a QC refresh reads every answer and QC flag
+    of a study, and the standard library's decoder was 40% of its time at 18,000 answers on
+    PostgreSQL), and with the standard library's where orjson would differ: a number beyond
+    64 bits (orjson rounds it to a float) and what json.dumps writes and orjson refuses
+    (NaN, Infinity, an unpaired surrogate)."""
+    if isinstance(text, memoryview):
+        text = bytes(text)
+    pattern = _LONG_NUMBER if isinstance(text, str) else _LONG_NUMBER_BYTES
+    if pattern.search(text) is None:  # type: ignore[arg-type]
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -45,11 +67,8 @@ class Database:
 
     def __init__(self, url: str, echo: bool = False) -> None:
         self.url = url
-        # JSON columns are decoded with orjson: a QC refresh reads every answer and QC flag
-        # of a study, and the standard library's decoder was 40% of its time at 18,000
-        # answers on PostgreSQL. (Written with json.dumps still: orjson refuses what the
-        # standard library takes, such as int keys.)
-        kwargs: dict[str, Any] = {"echo": echo, "json_deserializer": orjson.loads}
+        # JSON is written with json.dumps still (orjson refuses what it takes, int keys).
+        kwargs: dict[str, Any] = {"echo": echo, "json_deserializer": load_json}
         if url.startswith("sqlite"):
             path = url.split("///", 1)[-1]
             if path and path != ":memory:":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from crowd.storage import (
     Study,
     Worker,
 )
+from crowd.storage.db import load_json
 
 TABLES = {
     "experimenters",
@@ -144,3 +146,26 @@ def test_timestamps_come_back_in_utc(db: Database) -> None:
         worker = session.scalars(select(Worker)).one()
         assert worker.created_at.tzinfo is not None
         assert worker.created_at.utcoffset().total_seconds() == 0  # type: ignore[union-attr]
+
+
+def test_stored_json_comes_back_exactly_as_the_standard_library_reads_it(db: Database) -> None:
+    # Read with orjson, but where it would differ (a number beyond 64 bits, which it turns
+    # into a float) as json.loads reads it.
+    content = {
+        "id": 123456789012345678901234567890,
+        "low": -9223372036854775809,
+        "text": "caf\u00e9 \U0001f600",
+        "nested": [1, 2.5, None, True, {"k": "v"}],
+    }
+    study_id, _, _ = _seed(db)
+    with db.session() as session:
+        session.add(Item(study_id=study_id, external_id="odd", content=content, expected={}))
+    with db.read_session() as session:
+        stored = session.scalars(select(Item.content).where(Item.external_id == "odd")).one()
+    assert stored == content
+    assert isinstance(stored["id"], int) and isinstance(stored["low"], int)
+    # What SQLite may hold from json.dumps, and orjson refuses: NaN, Infinity and an
+    # unpaired surrogate (PostgreSQL refuses them in the first place).
+    nan, inf = load_json('{"a": NaN, "b": Infinity}').values()
+    assert nan != nan and inf == float("inf")
+    assert load_json(json.dumps({"s": "\ud800"}).encode()) == {"s": "\ud800"}
