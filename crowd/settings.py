@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 from collections.abc import Mapping
@@ -118,9 +119,9 @@ def _seconds(env: Mapping[str, str], name: str, default: float, zero: bool = Fal
         value = float(env.get(name, default))
     except ValueError:
         raise ConfigurationError(f"{name} must be a number of seconds") from None
-    if value < 0 or (value == 0 and not zero) or value != value or value == float("inf"):
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
         floor = "0 seconds or more" if zero else "more than 0 seconds"
-        raise ConfigurationError(f"{name} must be {floor}")
+        raise ConfigurationError(f"{name} must be a finite number of seconds, {floor}")
     return value
 
 
