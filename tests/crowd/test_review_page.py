@@ -15,6 +15,14 @@ from tests.conftest import join, log_in_to_dashboard, passage
 from tests.crowd.test_review import work, worker_id
 
 
+def worker_page(client: FlaskClient, api_key: str, study_id: int, worker: int) -> str:
+    """The worker's review page, as the experimenter logged in to the dashboard gets it."""
+    log_in_to_dashboard(client, api_key)
+    page = client.get(f"/review/studies/{study_id}/workers/{worker}")
+    assert page.status_code == 200
+    return page.get_data(as_text=True)
+
+
 def test_the_review_page_shows_likert_answers_by_attribute_on_their_scale(
     client: FlaskClient,
     auth: dict[str, str],
@@ -50,10 +58,7 @@ def test_the_review_page_shows_likert_answers_by_attribute_on_their_scale(
             view = client.post(path, json=step, headers=who).get_json()
         assert view.get("answered") is True, view
 
-    log_in_to_dashboard(client, api_key)
-    page = client.get(f"/review/studies/{study_id}/workers/{worker_id(db, 'rater')}")
-    assert page.status_code == 200
-    html = page.get_data(as_text=True)
+    html = worker_page(client, api_key, study_id, worker_id(db, "rater"))
     assert "fluency: 5/5 (flawless) · coherence: 3/5" in html
     assert "fluency: 4/5 · coherence: 2/5" in html
     assert "5,3" not in html and "4,2" not in html
@@ -81,10 +86,7 @@ def test_a_signal_with_more_entries_than_qc_keeps_says_how_many_it_found(
         study = session.get(Study, study_id)
         assert study is not None
         refresh_study(session, study)
-    log_in_to_dashboard(client, api_key)
-    page = client.get(f"/review/studies/{study_id}/workers/{worker_id(db, 'quick')}")
-    assert page.status_code == 200
-    html = page.get_data(as_text=True)
+    html = worker_page(client, api_key, study_id, worker_id(db, "quick"))
     section = re.search(r'<section class="signal" data-signal="too_fast">(.*?)</section>', html,
                         re.S)  # fmt: skip
     assert section is not None, html
