@@ -171,8 +171,12 @@ def claim_statement(
     Real items: one under its target (crowd.work.counter.open_items), of the category;
     lower ranks first (one group after another), within a rank items that have some
     annotations (so items get finished), then at random (`shuffle`) or by id; locked
-    (`skip_locked` as asked). Gold and attention items: any unseen one, at random, of the
-    category or of none (so gold never stands out by topic).
+    (`skip_locked` as asked). Gold and attention items: an unseen one of the category or
+    of none (so gold never stands out by topic); attention items at random, gold items the
+    most served first, then at random. So every worker meets the same gold, nearly in one
+    order: a ring that shares its answers shares them on items whose truth is known, where
+    qc.collusion can test it within a few items. At random, two workers who each see 8 of
+    40 gold items would share one or two of them.
     """
     study_id = bindparam("p_study_id", type_=Integer)
     seen = select(Assignment.item_id).where(
@@ -190,7 +194,10 @@ def claim_statement(
         )
         if category is not None:
             pick = pick.where(or_(Item.category == category, Item.category.is_(None)))
-        pick = pick.order_by(func.random())
+        if kind == ItemKind.GOLD:
+            pick = pick.order_by(Item.holders.desc(), func.random())
+        else:
+            pick = pick.order_by(func.random())
     pick = pick.limit(1)
     if skip_locked is not None:
         pick = pick.with_for_update(skip_locked=skip_locked)

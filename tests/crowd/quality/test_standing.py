@@ -218,6 +218,40 @@ def test_gold_goes_to_any_number_of_workers_but_only_while_real_work_is_left(
     assert status["progress"]["fraction_complete"] == 1.0
 
 
+def gold_served(db: Database, study_id: int, external_id: str) -> list[str]:
+    """The external ids of the gold items the worker was given, in order."""
+    with db.session() as session:
+        return list(
+            session.scalars(
+                select(Item.external_id)
+                .join(Assignment, Assignment.item_id == Item.id)
+                .join(Worker, Worker.id == Assignment.worker_id)
+                .where(Assignment.study_id == study_id, Worker.external_id == external_id,
+                       Item.kind == "gold")
+                .order_by(Assignment.id)
+            ).all()
+        )  # fmt: skip
+
+
+def test_workers_meet_the_same_gold_so_a_ring_shares_items_whose_truth_is_known(
+    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
+) -> None:
+    # Collusion is tested on shared items. Drawn at random, two workers who each see 4 of 12
+    # gold items would share all 4 once in 495 studies; served most-served first they do.
+    items = [passage(f"r{i}", 1, n=2) for i in range(3)]
+    items += [passage(f"g{i}", 2, n=2, kind="gold") for i in range(12)]
+    always_gold = {"gold": {"min_rate": 1.0, "max_rate": 1.0}}
+    study_id = make_study(items, {**NO_EXPLANATION, "qc": always_gold})
+    first = join(client, auth, external_id="first")
+    assert play_items(client, first, study_id, 4, guess=2) == 4
+    leader = gold_served(db, study_id, "first")
+    assert len(leader) == 4
+    for name in ("second", "third"):
+        who = join(client, auth, external_id=name)
+        assert play_items(client, who, study_id, 4, guess=2) == 4
+        assert sorted(gold_served(db, study_id, name)) == sorted(leader)
+
+
 def test_a_worker_playing_one_category_gets_gold_and_checks_of_that_category_only(
     client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
 ) -> None:
