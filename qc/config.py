@@ -53,7 +53,10 @@ class GoldPolicy:
     trusted: accuracy above which gold serving tapers (until the crowd has judged the worker:
     then their doubt against the crowd sets the rate, see `qc.gold.gold_rate`);
     min_rate/max_rate: bounds of the gold serving rate; prior: Beta prior (alpha, beta) on a
-    worker's gold accuracy.
+    worker's gold accuracy; shared_order: serve the gold item served most so far (ties at
+    random), so workers meet the same gold and collusion is tested on items whose truth is
+    known; false: any unseen gold item at random (an item every worker meets is easier for
+    a forum to spot).
     """
 
     threshold: float = 0.5
@@ -63,6 +66,7 @@ class GoldPolicy:
     min_rate: float = 0.05
     max_rate: float = 0.75
     prior: tuple[float, float] = (1.0, 1.0)
+    shared_order: bool = True
 
     def __post_init__(self) -> None:
         _check_share("qc.gold.threshold", self.threshold)
@@ -80,6 +84,8 @@ class GoldPolicy:
             or not all(_is_number(p) and p > 0 for p in prior)
         ):
             raise ValueError("qc.gold.prior must be two positive numbers [alpha, beta]")
+        if not isinstance(self.shared_order, bool):
+            raise ValueError("qc.gold.shared_order must be true or false")
 
 
 @dataclass(frozen=True)

@@ -198,7 +198,8 @@ def next_assignment(
         item = serving.take_kind(session, ItemKind.ATTENTION, values)
     # Gold checks the worker's real work: none, no gold.
     if item is None and ctx.real_left and quality.gold_due(session, study, standing):
-        item = serving.take_kind(session, ItemKind.GOLD, values)
+        shared = study_qc(study).gold.shared_order
+        item = serving.take_kind(session, ItemKind.GOLD, values, shared=shared)
     if item is None and ctx.real_left:
         item = serving.claim_real_item(session, study, values)
     if item is None:

@@ -172,11 +172,11 @@ def claim_statement(
     lower ranks first (one group after another), within a rank items that have some
     annotations (so items get finished), then at random (`shuffle`) or by id; locked
     (`skip_locked` as asked). Gold and attention items: an unseen one of the category or
-    of none (so gold never stands out by topic); attention items at random, gold items the
-    most served first, then at random. So every worker meets the same gold, nearly in one
-    order: a ring that shares its answers shares them on items whose truth is known, where
-    qc.collusion can test it within a few items. At random, two workers who each see 8 of
-    40 gold items would share one or two of them.
+    of none (so gold never stands out by topic), at random; gold items the most served
+    first where `shuffle` is False (the study's qc.gold.shared_order). So every worker
+    meets the same gold, nearly in one order: a ring that shares its answers shares them on
+    items whose truth is known, where qc.collusion can test it within a few items. At
+    random, two workers who each see 8 of 40 gold items would share one or two of them.
     """
     study_id = bindparam("p_study_id", type_=Integer)
     seen = select(Assignment.item_id).where(
@@ -194,7 +194,7 @@ def claim_statement(
         )
         if category is not None:
             pick = pick.where(or_(Item.category == category, Item.category.is_(None)))
-        if kind == ItemKind.GOLD:
+        if kind == ItemKind.GOLD and not shuffle:
             pick = pick.order_by(Item.holders.desc(), func.random())
         else:
             pick = pick.order_by(func.random())
@@ -204,9 +204,12 @@ def claim_statement(
     return _take_statement(pick)
 
 
-def take_kind(session: Session, kind: ItemKind, values: dict[str, Any]) -> Item | None:
-    """Take an unseen gold or attention item (`claim_statement`), or None."""
-    return take_by(session, claim_statement(kind, "p_category" in values), values)
+def take_kind(
+    session: Session, kind: ItemKind, values: dict[str, Any], shared: bool = False
+) -> Item | None:
+    """Take an unseen gold or attention item (`claim_statement`), or None; `shared`: gold
+    the most served first (qc.gold.shared_order)."""
+    return take_by(session, claim_statement(kind, "p_category" in values, not shared), values)
 
 
 def claim_real_item(session: Session, study: Study, values: dict[str, Any]) -> Item | None:

@@ -66,7 +66,13 @@ def test_rules_list_replaces_the_defaults() -> None:
 
 def test_round_trip() -> None:
     raw: dict[str, Any] = {
-        "gold": {"threshold": 0.7, "prior": [2, 3], "min_rate": 0.1, "max_rate": 0.3},
+        "gold": {
+            "threshold": 0.7,
+            "prior": [2, 3],
+            "min_rate": 0.1,
+            "max_rate": 0.3,
+            "shared_order": False,
+        },
         "qualification": {"min_accuracy": 0.9},
         "anomalies": {"paste_share": 0.8, "min_explanation_chars": 20},
         "rules": [DEFAULT_RULES[0].to_json()],
@@ -74,6 +80,7 @@ def test_round_trip() -> None:
     config = parse_qc_config(raw)
     as_json = config.to_json()
     assert as_json["gold"]["prior"] == [2, 3]
+    assert as_json["gold"]["shared_order"] is False
     assert as_json["qualification"] == {"min_accuracy": 0.9}
     assert parse_qc_config(as_json) == config
     assert parse_qc_config(parse_qc_config(None).to_json()) == parse_qc_config(None)
@@ -101,6 +108,7 @@ def test_round_trip() -> None:
         ({"gold": {"prior": [1]}}, r"qc.gold.prior must be two positive numbers"),
         ({"gold": {"prior": 1}}, r"qc.gold.prior must be two positive numbers"),
         ({"gold": {"thresold": 0.5}}, "qc.gold.thresold is not a setting"),
+        ({"gold": {"shared_order": "yes"}}, "qc.gold.shared_order must be true or false"),
         ({"gold": [0.5]}, "qc.gold must be an object"),
         (
             {"qualification": {"min_accuracy": 2}},
