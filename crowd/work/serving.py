@@ -162,7 +162,11 @@ def take_by(session: Session, statement: Any, values: dict[str, Any]) -> Item | 
 
 @functools.cache
 def claim_statement(
-    kind: ItemKind, by_category: bool, shuffle: bool = True, skip_locked: bool | None = None
+    kind: ItemKind,
+    by_category: bool,
+    shuffle: bool = True,
+    skip_locked: bool | None = None,
+    shared: bool = False,
 ) -> Any:
     """The statement that takes an item of `kind` the worker has not seen, with bound
     parameters study_id, worker_id, target and category (when `by_category`); built once
@@ -173,7 +177,7 @@ def claim_statement(
     annotations (so items get finished), then at random (`shuffle`) or by id; locked
     (`skip_locked` as asked). Gold and attention items: an unseen one of the category or
     of none (so gold never stands out by topic), at random; gold items the most served
-    first where `shuffle` is False (the study's qc.gold.shared_order). So every worker
+    first where `shared` (the study's qc.gold.shared_order). So every worker
     meets the same gold, nearly in one order: a ring that shares its answers shares them on
     items whose truth is known, where qc.collusion can test it within a few items. At
     random, two workers who each see 8 of 40 gold items would share one or two of them.
@@ -194,7 +198,7 @@ def claim_statement(
         )
         if category is not None:
             pick = pick.where(or_(Item.category == category, Item.category.is_(None)))
-        if kind == ItemKind.GOLD and not shuffle:
+        if kind == ItemKind.GOLD and shared:
             pick = pick.order_by(Item.holders.desc(), func.random())
         else:
             pick = pick.order_by(func.random())
@@ -209,7 +213,8 @@ def take_kind(
 ) -> Item | None:
     """Take an unseen gold or attention item (`claim_statement`), or None; `shared`: gold
     the most served first (qc.gold.shared_order)."""
-    return take_by(session, claim_statement(kind, "p_category" in values, not shared), values)
+    statement = claim_statement(kind, "p_category" in values, shared=shared)
+    return take_by(session, statement, values)
 
 
 def claim_real_item(session: Session, study: Study, values: dict[str, Any]) -> Item | None:
