@@ -53,10 +53,10 @@ class GoldPolicy:
     trusted: accuracy above which gold serving tapers (until the crowd has judged the worker:
     then their doubt against the crowd sets the rate, see `qc.gold.gold_rate`);
     min_rate/max_rate: bounds of the gold serving rate; prior: Beta prior (alpha, beta) on a
-    worker's gold accuracy; shared_order: serve the gold item served most so far (ties at
-    random), so workers meet the same gold and collusion is tested on items whose truth is
-    known; false: any unseen gold item at random (an item every worker meets is easier for
-    a forum to spot).
+    worker's gold accuracy; shared_order: serve the unseen gold item most workers answered
+    or hold (ties at random), so workers meet the same gold and collusion is tested on
+    items whose truth is known; false: any unseen gold item at random (an item every
+    worker meets is easier for a forum to spot).
     """
 
     threshold: float = 0.5

@@ -176,11 +176,12 @@ def claim_statement(
     lower ranks first (one group after another), within a rank items that have some
     annotations (so items get finished), then at random (`shuffle`) or by id; locked
     (`skip_locked` as asked). Gold and attention items: an unseen one of the category or
-    of none (so gold never stands out by topic), at random; gold items the most served
-    first where `shared` (the study's qc.gold.shared_order). So every worker
-    meets the same gold, nearly in one order: a ring that shares its answers shares them on
-    items whose truth is known, where qc.collusion can test it within a few items. At
-    random, two workers who each see 8 of 40 gold items would share one or two of them.
+    of none (so gold never stands out by topic), at random; where `shared` (gold, the
+    study's qc.gold.shared_order), the one most workers answered or hold first (its holder
+    counter), then at random, locked as asked. So every worker meets the same gold, nearly
+    in one order: a ring that shares its answers shares them on items whose truth is known,
+    where qc.collusion can test it within a few items. At random, two workers who each see
+    8 of 40 gold items would share one or two of them.
     """
     study_id = bindparam("p_study_id", type_=Integer)
     seen = select(Assignment.item_id).where(
@@ -208,13 +209,25 @@ def claim_statement(
     return _take_statement(pick)
 
 
-def take_kind(
-    session: Session, kind: ItemKind, values: dict[str, Any], shared: bool = False
-) -> Item | None:
-    """Take an unseen gold or attention item (`claim_statement`), or None; `shared`: gold
-    the most served first (qc.gold.shared_order)."""
-    statement = claim_statement(kind, "p_category" in values, shared=shared)
-    return take_by(session, statement, values)
+def take_kind(session: Session, kind: ItemKind, values: dict[str, Any]) -> Item | None:
+    """Take an unseen gold or attention item at random (`claim_statement`), or None."""
+    return take_by(session, claim_statement(kind, "p_category" in values), values)
+
+
+def take_gold(session: Session, values: dict[str, Any], shared: bool) -> Item | None:
+    """Take an unseen gold item, or None: at random, or where `shared` (the study's
+    qc.gold.shared_order) the one most workers answered or hold (`claim_statement`)."""
+    if not shared:
+        return take_kind(session, ItemKind.GOLD, values)
+    by_category = "p_category" in values
+    # Every request wants the item that leads: first pass over one another request holds
+    # locked (PostgreSQL), so they do not queue on one row; then wait, as real items do.
+    for skip_locked in (True, False):
+        claim = claim_statement(ItemKind.GOLD, by_category, skip_locked=skip_locked, shared=True)
+        item = take_by(session, claim, values)
+        if item is not None:
+            return item
+    return None
 
 
 def claim_real_item(session: Session, study: Study, values: dict[str, Any]) -> Item | None:

@@ -19,7 +19,7 @@ from qc.rules import DEFAULT_RULES, Action, default_rules
 def test_defaults() -> None:
     config = parse_qc_config(None)
     assert config == parse_qc_config({}) == QcConfig()
-    assert config.gold == GoldPolicy(0.5, 0.95, 3, 0.8, 0.05, 0.75, (1.0, 1.0))
+    assert config.gold == GoldPolicy(0.5, 0.95, 3, 0.8, 0.05, 0.75, (1.0, 1.0), True)
     assert config.qualification is None
     assert config.anomalies == AnomalyThresholds(40.0, 1.0, 5, 15.0, 0.5, 10)
     assert config.rules == DEFAULT_RULES
