@@ -242,7 +242,7 @@ def test_workers_meet_the_same_gold_so_a_ring_shares_items_whose_truth_is_known(
     shared: bool,
 ) -> None:
     # Collusion is tested on shared items. Drawn at random, two workers who each see 4 of 12
-    # gold items share all 4 once in 495 studies; served most-served first they do.
+    # gold items share all 4 once in 495 studies; served the most answered first, they do.
     items = [passage(f"r{i}", 1, n=2) for i in range(3)]
     items += [passage(f"g{i}", 2, n=2, kind="gold") for i in range(12)]
     gold = {"min_rate": 1.0, "max_rate": 1.0, "shared_order": shared}
