@@ -32,6 +32,8 @@ LABELS: dict[str, str] = {
     "agreement_below_prob": "chance the accuracy against the crowd is below the threshold",
     "recent_below_prob": "chance the recent accuracy is below the threshold",
     "recent_agreement": "recent accuracy against the crowd",
+    "constant_n": "answers of their own choice",
+    "attention_fail_prob": "chance they fail checks more often than careful people slip",
     "min_seconds_for_text": "time the text needs",
     "chars_shown": "characters shown",
     "typing_ms": "typing time",

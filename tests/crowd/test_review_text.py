@@ -104,6 +104,8 @@ def test_every_figure_of_real_evidence_reads_as_words() -> None:
     assert shown["Reused explanations"] == "3 answers"
     assert shown["Pasted explanations"] == "1 answers"
     assert shown["Answers"] == "given here (live)" and shown["Rater groups"] == "none"
+    assert shown["Answers of their own choice"] == "6"
+    assert "Chance they fail checks more often than careful people slip" in shown
     assert re.fullmatch(r"\d+% \(from gold answers and the prior\)", shown["Estimated accuracy"])
     readable(*(f.text for f in figures.values()), *(f.label for f in figures.values()))
     assert "evidence" not in figures and "constant_value" not in figures
