@@ -13,6 +13,8 @@ from typing import Any
 
 from scipy import stats
 
+from qc.drift import GUESSER_FAILS, READER_FAILS
+
 _DIGITS = 4  # rounding of the failure rate, as in the task analyses' JSON
 # A failure rate above this is more than careful people's slips: they miss a check now and
 # then (one in 30 in the QC benchmark's crowd); a worker who does not read fails most.
@@ -36,9 +38,12 @@ def fail_prob(failed: int, checks: int, rate: float = SLIP_RATE) -> float | None
     return float(stats.beta.sf(rate, 1 + failed, 1 + checks - failed))
 
 
-def doubt_check_rate(not_reading: float | None, doubt_checks: float) -> float:
+def doubt_check_rate(
+    not_reading: float | None, doubt_checks: float, checks_since: tuple[int, int] = (0, 0)
+) -> float:
     """The chance that a worker's next item is an extra attention check, given `not_reading`,
-    the posterior that they are not reading now (qc.drift), and qc.crowd.doubt_checks.
+    the posterior that they are not reading now (qc.drift), qc.crowd.doubt_checks and
+    `checks_since`, the checks (passed, failed) since the posterior's most probable switch.
 
     A check is the sharpest test there is of whether someone reads: a reader fails about one
     in ten at most, a worker who does not fails most. So while QC doubts a worker (posterior
@@ -46,12 +51,25 @@ def doubt_check_rate(not_reading: float | None, doubt_checks: float) -> float:
     the posterior a long way: a reader's pass clears most of the doubt (odds / 2.25), a
     guesser's failure adds to it (odds x 6). Without doubt, the study's rate alone.
 
+    But a worker whose answers stay at chance while they pass the checks obeys instructions
+    and answers the content at random (a ring copying one answer, a paster): more checks
+    will not decide them, gold will. So the extra rate is scaled by the checks' own odds of
+    "not reading" since the switch, capped at 1: each pass multiplies it by
+    (1 - GUESSER_FAILS) / (1 - READER_FAILS) = 0.44, each failure by 6, and the items go to
+    gold (served at the rate the same doubt sets) instead.
+
     >>> doubt_check_rate(0.9, 0.8), doubt_check_rate(0.3, 0.8), doubt_check_rate(None, 0.8)
     (0.72, 0.0, 0.0)
+    >>> doubt_check_rate(0.9, 0.8, (2, 0)), doubt_check_rate(0.9, 0.8, (2, 1))
+    (0.1422, 0.72)
     """
     if not_reading is None or not_reading < DOUBT_FLOOR:
         return 0.0
-    return round(doubt_checks * not_reading, 4)
+    passed, failed = checks_since
+    odds = ((1 - GUESSER_FAILS) / (1 - READER_FAILS)) ** passed * (
+        GUESSER_FAILS / READER_FAILS
+    ) ** failed
+    return round(doubt_checks * not_reading * min(1.0, odds), 4)
 
 
 @dataclass

@@ -133,8 +133,8 @@ class CrowdPolicy:
     excluded (by a rule or a reviewer) or blocked, so each item still gets its target of
     answers that count; doubt_checks: while QC doubts a worker is reading (qc.drift's
     posterior at least 0.5), the chance of an extra attention check next is doubt_checks x
-    that posterior, on top of the study's attention_rate (0: none; see
-    `qc.attention.doubt_check_rate`).
+    that posterior (less for each check passed since the switch), on top of the study's
+    attention_rate (0: none; see `qc.attention.doubt_check_rate`).
     """
 
     margin: float = 0.5

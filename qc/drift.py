@@ -59,11 +59,14 @@ SWITCH_PRIOR = 0.2
 @dataclass(frozen=True)
 class Verdict:
     """prob: P(not reading now); since: the events read before the most probable switch (0:
-    never read; None: most probably reading); events: how many events it rests on."""
+    never read; None: most probably reading); events: how many events it rests on;
+    checks_since: the attention checks (passed, failed) after that switch (all of them while
+    most probably reading)."""
 
     prob: float
     since: int | None
     events: int
+    checks_since: tuple[int, int] = (0, 0)
 
 
 def stopped_reading(
@@ -120,4 +123,6 @@ def stopped_reading(
     post = np.exp(log_post - logsumexp(log_post))
     prob = float(post[:n].sum())
     since = int(np.argmax(post[:n])) if prob > post[n] else None
-    return Verdict(min(prob, 1.0), since, n)
+    after_switch = [checks[index][1] for _, kind, index in rows[since or 0 :] if kind == 0]
+    passed = sum(after_switch)
+    return Verdict(min(prob, 1.0), since, n, (passed, len(after_switch) - passed))

@@ -230,7 +230,9 @@ def crowd_evidence(
                 stopped_reading_prob=round(verdict.prob, 4),
                 stopped_reading_n=verdict.events,
                 stopped_reading_since=verdict.since,
-                check_rate=doubt_check_rate(verdict.prob, policy.doubt_checks),
+                check_rate=doubt_check_rate(
+                    verdict.prob, policy.doubt_checks, verdict.checks_since
+                ),
             )
         n = agreement.n_.get(worker, 0)
         if n:

@@ -171,8 +171,40 @@ def test_crowd_evidence_reports_the_posterior_with_the_checks() -> None:
     assert one["c0"]["stopped_reading_prob"] is None and one["c0"]["stopped_reading_n"] == 0
 
 
+def test_checks_passed_while_answering_at_chance_give_way_to_gold() -> None:
+    """A worker at chance who passes every check (a ring copying one answer, a paster) will
+    not be decided by more checks: the extra check rate falls with each pass since the
+    switch, and a failure restores it. A drifter's passes from before the switch do not
+    count against the checks that will catch them."""
+    plans = {f"c{n}": careful(20) for n in range(10)}
+    plans |= {"obeys": [1 / K] * 20, "fails": [1 / K] * 20, "drifter": drifter(10, 20)}
+    answers = play(random.Random(12), plans, tasks=20)
+    per_task = len(plans)
+    at = [per_task * t for t in (3, 6, 9, 15)]  # checks after the 3rd, 6th, 9th, 15th task
+    checks = [(a, "obeys", True) for a in at] + [(a, "fails", a < at[3]) for a in at]
+    checks += [(a, "drifter", a < at[3]) for a in at]
+    checks.sort()
+    out = crowd_evidence(answers, parse_qc_config(None), checks=checks)
+    obeys, fails, drifted = out["obeys"], out["fails"], out["drifter"]
+    assert obeys["stopped_reading_prob"] > 0.9 and fails["stopped_reading_prob"] > 0.9
+    # Four passes: 0.8 x the posterior x 0.44^4 (about 0.04 of it).
+    assert obeys["check_rate"] == pytest.approx(
+        0.8 * obeys["stopped_reading_prob"] * (0.4 / 0.9) ** 4, abs=1e-4
+    )
+    # Three passes and a failure: 0.44^3 x 6 = 0.53 of the full rate.
+    assert fails["check_rate"] == pytest.approx(
+        0.8 * fails["stopped_reading_prob"] * (0.4 / 0.9) ** 3 * 6, abs=1e-4
+    )
+    assert obeys["check_rate"] < fails["check_rate"] / 10
+    # The drifter passed three checks while reading and failed the one after the switch.
+    assert drifted["stopped_reading_since"] is not None
+    assert 6 <= drifted["stopped_reading_since"] <= 14
+    assert drifted["check_rate"] == pytest.approx(0.8 * drifted["stopped_reading_prob"], abs=1e-4)
+
+
 def test_no_events_no_verdict() -> None:
     verdict = drift.stopped_reading(
         np.zeros((0, 400)), np.zeros(0), np.full(400, 1 / 400), np.ones(400, bool)
     )
     assert verdict == drift.Verdict(0.0, None, 0)
+    assert verdict.checks_since == (0, 0)
