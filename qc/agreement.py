@@ -28,6 +28,14 @@ crowd"; a real crowd is clustered (people who read, people who do not), and with
 prior the same ten answers say which cluster a worker is in. No accuracy is ever ruled out:
 the uniform share keeps every value possible.
 
+A known answer is a full test only where readers get it right. On a gold item most readers
+miss, a miss is what a reader does too, so there a worker who is right with p is right with
+c + (p - c) s, s in [0, 1] being how much of a reader's skill the item shows (the readers'
+accuracy on it against their accuracy on all known answers, both above chance; the answer's
+own worker left out). That is the likelihood above with the truth's q softened to
+s q + (1 - s) c: without it, a hard gold item that every worker meets (served in one order)
+counts against every careful worker who misses it as if they had missed an easy one.
+
 A random clicker's accuracy is the chance level (1/K, or the share of labels within
 tolerance), whatever the crowd.
 
@@ -73,6 +81,9 @@ _UNIFORM = np.full(len(_GRID), 1 / len(_GRID))
 # How much an agreement on a real item counts, against an answer whose truth is known, in the
 # accuracy that weighs a worker's labels in the others' posteriors.
 REAL_WEIGHT = 0.3
+# Readers' answers' worth of the study's accuracy on known answers that a gold item's own
+# accuracy starts from (_Question._discrimination): an item few have answered is a full test.
+DIFFICULTY_PRIOR = 3.0
 # The crowd's prior rests on its workers: with W of them it has weight W / (W + this), the
 # uniform prior the rest, so a handful of workers barely move it.
 PRIOR_WORKERS = 10
@@ -384,6 +395,40 @@ class _Question:
         self.own = posterior[np.arange(n), self.label]
         self.near = (posterior * self.close[self.label]).sum(axis=1)
         self.chance = posterior @ (self.close.sum(axis=0) / k)
+        if clamped.any():
+            s = self._discrimination(skill, clamped, known)
+            self.near[clamped] = s * self.near[clamped] + (1 - s) * self.chance[clamped]
+
+    def _discrimination(
+        self, skill: np.ndarray, clamped: np.ndarray, known: np.ndarray
+    ) -> np.ndarray:
+        """Per answer on a task of known truth, how much of a reader's skill that task shows:
+        s = (a_t - c) / (a - c) in [0, 1], a_t being the readers' accuracy on the task (the
+        answer's own worker left out, shrunk towards a by DIFFICULTY_PRIOR answers) and a their
+        accuracy over the question's known tasks, c the chance level.
+
+        A worker right with p is then right on the task with c + (p - c) s: an item most
+        readers get wrong says little about who gets it wrong too, one they all get right is
+        a full test. That is the one-coin likelihood with the known truth's posterior q
+        softened to s q + (1 - s) c, which is how it is applied. Readers weigh by how far
+        their skill is above chance, so guessers, right at chance anywhere, do not make an
+        item look hard.
+        """
+        task, worker, label = self.task[clamped], self.worker[clamped], self.label[clamped]
+        c = self.chance[clamped]
+        right = self.close[label, known[clamped]]
+        weight = np.clip((skill[worker] - c) / (1 - c), 0.0, 1.0)
+        tasks = len(self.tasks)
+        weights = np.bincount(task, weights=weight, minlength=tasks)
+        rights = np.bincount(task, weights=weight * right, minlength=tasks)
+        if weights.sum() <= 0:
+            return np.ones(len(task))
+        overall = rights.sum() / weights.sum()
+        own_w, own_r = weights[task] - weight, rights[task] - weight * right
+        on_task = (own_r + DIFFICULTY_PRIOR * overall) / (own_w + DIFFICULTY_PRIOR)
+        spread = overall - c
+        safe = np.where(spread > 0, spread, 1.0)
+        return np.where(spread > 0, np.clip((on_task - c) / safe, 0.0, 1.0), 1.0)
 
 
 def _by_question(by_task: Mapping[str, object]) -> dict[str, list[str]]:

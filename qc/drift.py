@@ -124,5 +124,5 @@ def stopped_reading(
     prob = float(post[:n].sum())
     since = int(np.argmax(post[:n])) if prob > post[n] else None
     after_switch = [checks[index][1] for _, kind, index in rows[since or 0 :] if kind == 0]
-    passed = sum(after_switch)
-    return Verdict(min(prob, 1.0), since, n, (passed, len(after_switch) - passed))
+    obeyed = sum(1 for ok in after_switch if ok)
+    return Verdict(min(prob, 1.0), since, n, (obeyed, len(after_switch) - obeyed))

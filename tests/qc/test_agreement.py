@@ -125,6 +125,50 @@ def test_a_group_copying_one_answer_does_not_drag_careful_workers_down() -> None
                for n in range(10))  # fmt: skip
 
 
+def test_a_gold_item_readers_get_wrong_says_little_about_who_else_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A known answer tests a worker as far as readers get it right: on an item most readers
+    miss, a miss is what a reader does too. A careful worker who missed the hard gold (as
+    readers mostly do) and one easy item is not called below the crowd, as they are when
+    every known answer counts in full; and a guesser, who misses the easy items too, is
+    called below it more surely."""
+    rng = random.Random(8)
+    truth = {f"g{t}/best": rng.randrange(K) for t in range(20)}
+    hard = set(list(truth)[:12])  # readers right 3 times in 10; on the rest 9 in 10
+
+    def wrong(z: int) -> int:
+        return (z + 1 + rng.randrange(K - 1)) % K
+
+    answers = [
+        (task, f"c{n}", z if rng.random() < (0.3 if task in hard else 0.9) else wrong(z))
+        for task, z in truth.items()
+        for n in range(14)
+    ]
+    missed = hard | {list(truth)[12]}
+    answers += [(task, "unlucky", wrong(z) if task in missed else z) for task, z in truth.items()]
+    answers += [(task, "guesser", rng.randrange(K)) for task in truth]
+
+    def below(model: CrowdAgreement, worker: str) -> float:
+        return model.prob_below(worker, model.threshold(worker))
+
+    model = CrowdAgreement().fit(answers, truth)
+    monkeypatch.setattr("qc.agreement.DIFFICULTY_PRIOR", 1e12)  # every known answer in full
+    blind = CrowdAgreement().fit(answers, truth)
+    assert below(blind, "unlucky") > 0.5
+    assert below(model, "unlucky") < 0.35
+    assert below(model, "guesser") > max(0.95, below(blind, "guesser"))
+    # An item no reader gets right says nothing: the guesser's posterior is the same without it.
+    monkeypatch.setattr("qc.agreement.DIFFICULTY_PRIOR", 3.0)
+    first = "g0/best"
+    rest = [a for a in answers if a[0] != first]
+    none_right = [(t, w, wrong(truth[t]) if w.startswith("c") else x)
+                  for t, w, x in answers if t == first]  # fmt: skip
+    with_it = CrowdAgreement().fit(rest + none_right, truth)
+    without = CrowdAgreement().fit(rest, truth)
+    assert with_it.agreement_["guesser"] == pytest.approx(without.agreement_["guesser"], abs=0.02)
+
+
 def test_the_recent_window_shows_a_worker_who_stopped_reading() -> None:
     rng = random.Random(7)
     truth = {f"i{t}/best": rng.randrange(K) for t in range(40)}
