@@ -81,8 +81,9 @@ _UNIFORM = np.full(len(_GRID), 1 / len(_GRID))
 # How much an agreement on a real item counts, against an answer whose truth is known, in the
 # accuracy that weighs a worker's labels in the others' posteriors.
 REAL_WEIGHT = 0.3
-# Readers' answers' worth of the study's accuracy on known answers that a gold item's own
-# accuracy starts from (_Question._discrimination): an item few have answered is a full test.
+# Readers' worth (a reader weighs 1 at most) of the question's accuracy on known answers that
+# a gold item's own accuracy starts from (_Question._discrimination): an item few have
+# answered is a full test.
 DIFFICULTY_PRIOR = 3.0
 # The crowd's prior rests on its workers: with W of them it has weight W / (W + this), the
 # uniform prior the rest, so a handful of workers barely move it.
@@ -345,9 +346,10 @@ class _Question:
 
     judge(skill) sets, per answer, `own`: the posterior probability of its label from the
     other answers to its task (1 or 0 where the truth is known), `near`: the same for the
-    labels within tolerance of it, `chance`: the share of labels a uniform guess would find
-    near the truth there; and `consensus`, per task, the most probable truth from every
-    answer.
+    labels within tolerance of it (where the truth is known, softened by how much of a
+    reader's skill the task shows: _discrimination), `chance`: the share of labels a uniform
+    guess would find near the truth there; and `consensus`, per task, the most probable truth
+    from every answer.
     """
 
     tasks: list[str]
@@ -417,7 +419,8 @@ class _Question:
         task, worker, label = self.task[clamped], self.worker[clamped], self.label[clamped]
         c = self.chance[clamped]
         right = self.close[label, known[clamped]]
-        weight = np.clip((skill[worker] - c) / (1 - c), 0.0, 1.0)
+        # c = 1 (every label within tolerance of the truth): nobody shows skill there.
+        weight = np.clip((skill[worker] - c) / np.maximum(1 - c, 1e-12), 0.0, 1.0)
         tasks = len(self.tasks)
         weights = np.bincount(task, weights=weight, minlength=tasks)
         rights = np.bincount(task, weights=weight * right, minlength=tasks)

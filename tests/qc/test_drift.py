@@ -174,8 +174,8 @@ def test_crowd_evidence_reports_the_posterior_with_the_checks() -> None:
 def test_checks_passed_while_answering_at_chance_give_way_to_gold() -> None:
     """A worker at chance who passes every check (a ring copying one answer, a paster) will
     not be decided by more checks: the extra check rate falls with each pass since the
-    switch, and a failure restores it. A drifter's passes from before the switch do not
-    count against the checks that will catch them."""
+    switch, and a failure raises it again (by 6, up to the full rate). A drifter's passes
+    from before the switch do not count against the checks that will catch them."""
     plans = {f"c{n}": careful(20) for n in range(10)}
     plans |= {"obeys": [1 / K] * 20, "fails": [1 / K] * 20, "drifter": drifter(10, 20)}
     answers = play(random.Random(12), plans, tasks=20)
@@ -200,6 +200,21 @@ def test_checks_passed_while_answering_at_chance_give_way_to_gold() -> None:
     assert drifted["stopped_reading_since"] is not None
     assert 6 <= drifted["stopped_reading_since"] <= 14
     assert drifted["check_rate"] == pytest.approx(0.8 * drifted["stopped_reading_prob"], abs=1e-4)
+
+
+def test_checks_since_the_switch_are_those_after_its_most_probable_place() -> None:
+    """Right 8 times, then a failed check, then at chance with a passed check: the switch is
+    after the 8 answers and the pass before them (9 events in all before it), so the checks
+    since it are the failure that opens the bad run and the pass within it."""
+    right, wrong = np.log(GRID), np.log((1 - GRID) / 3)
+    rows = np.array([right] * 8 + [wrong] * 6)
+    checks = [(4, True), (8, False), (12, True)]
+    verdict = drift.stopped_reading(
+        rows, np.full(len(rows), np.log(0.25)), np.full(400, 1 / 400), GRID >= 0.6, checks
+    )
+    assert verdict.prob > 0.9
+    assert verdict.since == 9
+    assert verdict.checks_since == (1, 1)
 
 
 def test_no_events_no_verdict() -> None:
