@@ -60,6 +60,15 @@ def backlog(
     return answer_with_no_queue(client, auth, make_study)
 
 
+@pytest.fixture(autouse=True)
+def whole_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests here count what a batch takes. Its time budget (BATCH_SECONDS past its
+    costliest event) could cut a batch short on a loaded machine (seen once in `make test`:
+    two events' follow-ups where three were due), so it is out of reach unless a test of the
+    budget sets its own."""
+    monkeypatch.setattr(jobs, "BATCH_SECONDS", 60.0)
+
+
 @pytest.fixture
 def connection(settings: Settings) -> Iterator[redis.Redis]:
     conn = redis.Redis.from_url(settings.redis_url or "")
