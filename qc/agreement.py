@@ -31,9 +31,9 @@ the uniform share keeps every value possible.
 A known answer is a full test only where readers get it right. On a gold item most readers
 miss, a miss is what a reader does too, so there a worker who is right with p is right with
 c + (p - c) s, s in [0, 1] being how much of a reader's skill the item shows (the readers'
-accuracy on it against their accuracy on all known answers, both above chance; the answer's
-own worker left out). That is the likelihood above with the truth's q softened to
-s q + (1 - s) c: without it, a hard gold item that every worker meets (served in one order)
+accuracy on it against their accuracy on the question's known answers, both above chance;
+the answer's own worker left out). That is the likelihood above with the truth's q softened
+to s q + (1 - s) c: without it, a hard gold item that every worker meets (served in one order)
 counts against every careful worker who misses it as if they had missed an easy one.
 
 A random clicker's accuracy is the chance level (1/K, or the share of labels within
@@ -166,9 +166,14 @@ class CrowdAgreement:
         ]
         skill = np.full(len(workers), _START)
         for _ in range(_ROUNDS):
+            judged_with = skill
             for block in blocks:
                 block.judge(skill)
             skill = _update(blocks, skill)
+        # The accuracies' updates read `own` only: the known answers' weighting is for the
+        # evidence below, so it is done once, with the accuracies of the last judgement.
+        for block in blocks:
+            block.weigh_known(judged_with)
         # Each worker's evidence in answer order, per judged task: (the posterior that their
         # label is right, the chance a uniform guess would be).
         position = {key: n for n, key in enumerate(order)}
@@ -346,10 +351,9 @@ class _Question:
 
     judge(skill) sets, per answer, `own`: the posterior probability of its label from the
     other answers to its task (1 or 0 where the truth is known), `near`: the same for the
-    labels within tolerance of it (where the truth is known, softened by how much of a
-    reader's skill the task shows: _discrimination), `chance`: the share of labels a uniform
-    guess would find near the truth there; and `consensus`, per task, the most probable truth
-    from every answer.
+    labels within tolerance of it (where the truth is known, softened by `weigh_known` after
+    the last judgement), `chance`: the share of labels a uniform guess would find near the
+    truth there; and `consensus`, per task, the most probable truth from every answer.
     """
 
     tasks: list[str]
@@ -397,7 +401,13 @@ class _Question:
         self.own = posterior[np.arange(n), self.label]
         self.near = (posterior * self.close[self.label]).sum(axis=1)
         self.chance = posterior @ (self.close.sum(axis=0) / k)
-        if clamped.any():
+
+    def weigh_known(self, skill: np.ndarray) -> None:
+        """Soften `near` where the truth is known by how much of a reader's skill the task
+        shows (`_discrimination`), after `judge` with the same accuracies."""
+        known = self.truth[self.task]
+        clamped = known >= 0
+        if self.k > 1 and clamped.any():
             s = self._discrimination(skill, clamped, known)
             self.near[clamped] = s * self.near[clamped] + (1 - s) * self.chance[clamped]
 
@@ -406,8 +416,8 @@ class _Question:
     ) -> np.ndarray:
         """Per answer on a task of known truth, how much of a reader's skill that task shows:
         s = (a_t - c) / (a - c) in [0, 1], a_t being the readers' accuracy on the task (the
-        answer's own worker left out, shrunk towards a by DIFFICULTY_PRIOR answers) and a their
-        accuracy over the question's known tasks, c the chance level.
+        answer's own worker left out, shrunk towards a by DIFFICULTY_PRIOR readers' worth) and a
+        their accuracy over the question's known tasks, c the chance level.
 
         A worker right with p is then right on the task with c + (p - c) s: an item most
         readers get wrong says little about who gets it wrong too, one they all get right is
