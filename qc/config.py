@@ -134,7 +134,11 @@ class CrowdPolicy:
     answers that count; doubt_checks: while QC doubts a worker is reading (qc.drift's
     posterior at least 0.5), the chance of an extra attention check next is doubt_checks x
     that posterior (less for each check passed since the switch), on top of the study's
-    attention_rate (0: none; see `qc.attention.doubt_check_rate`).
+    attention_rate (0: none; see `qc.attention.doubt_check_rate`); early_answers: judged
+    answers after which the `below_crowd_early` rule stops a worker whose accuracy against
+    the crowd is below the threshold at early_credibility, before `below_crowd`'s 10 (None:
+    no such rule; a HIT type sets it where careful workers' early posteriors stay clear of
+    it, see `tasks.base.HitType.crowd_early_answers`).
     """
 
     margin: float = 0.5
@@ -144,9 +148,14 @@ class CrowdPolicy:
     collusion_min_shared: int = 4
     replace_excluded: bool = True
     doubt_checks: float = 0.8
+    early_answers: int | None = None
+    early_credibility: float = 0.98
 
     def __post_init__(self) -> None:
         _check_share("qc.crowd.margin", self.margin)
+        _check_share("qc.crowd.early_credibility", self.early_credibility, open_low=True)
+        if self.early_answers is not None:
+            _check_count("qc.crowd.early_answers", self.early_answers, 1)
         _check_share("qc.crowd.doubt_checks", self.doubt_checks)
         _check_count("qc.crowd.window", self.window, 1)
         _check_count("qc.crowd.min_others", self.min_others, 1)
@@ -236,7 +245,7 @@ def parse_qc_config(raw: Mapping[str, Any] | None) -> QcConfig:
     crowd = CrowdPolicy(**_section(raw, "crowd", CrowdPolicy))
 
     if "rules" not in raw:
-        rules = default_rules(gold)
+        rules = default_rules(gold, crowd)
     else:
         raw_rules = raw["rules"]
         if not isinstance(raw_rules, list | tuple):

@@ -181,11 +181,28 @@ class GoldSettings(Protocol):
     def min_gold(self) -> int: ...
 
 
-def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
-    """The standard rules; the gold rule takes its credibility and min_gold from `gold`.
+class CrowdSettings(Protocol):
+    """What the early crowd rule reads of a crowd policy (qc.config.CrowdPolicy)."""
 
-    `DEFAULT_RULES` is this with the default gold policy (credibility 0.95, min_gold 3);
-    `parse_qc_config` calls it with the study's own policy when the study sets no rules.
+    @property
+    def early_answers(self) -> int | None: ...
+
+    @property
+    def early_credibility(self) -> float: ...
+
+
+def default_rules(
+    gold: GoldSettings | None = None, crowd: CrowdSettings | None = None
+) -> tuple[Rule, ...]:
+    """The standard rules; the gold rule takes its credibility and min_gold from `gold`, and
+    `crowd` adds `below_crowd_early` where its early_answers is set.
+
+    `DEFAULT_RULES` is this with the default policies (credibility 0.95, min_gold 3, no early
+    crowd rule); `parse_qc_config` calls it with the study's own when the study sets no rules.
+
+    >>> from qc.config import CrowdPolicy
+    >>> [r.name for r in default_rules(crowd=CrowdPolicy(early_answers=6)) if "crowd" in r.name]
+    ['below_crowd', 'below_crowd_early']
     """
     credibility = 0.95 if gold is None else gold.credibility
     min_gold = 3 if gold is None else gold.min_gold
@@ -234,6 +251,14 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
         ("typed_too_fast", "typed_too_fast_n", 1, flag, {},
          "Explanation appeared faster than it can be typed."),
     ]  # fmt: skip
+    if crowd is not None and crowd.early_answers is not None:
+        # Sooner on firmer evidence, where the HIT type sets it: a careful worker's posterior
+        # swings most over the first few answers, which below_crowd's 10 waits out.
+        early: dict[str, float] = {"agreement_n": crowd.early_answers}
+        at = next(i for i, entry in enumerate(table) if entry[0] == "below_crowd") + 1
+        table.insert(at, ("below_crowd_early", "agreement_below_prob", crowd.early_credibility,
+                          soft, early, "Accuracy against the crowd far closer to chance than "
+                          "to the crowd's, within a few answers."))  # fmt: skip
     return tuple(
         Rule(
             name,
@@ -252,7 +277,9 @@ def default_rules(gold: GoldSettings | None = None) -> tuple[Rule, ...]:
 # The rules that compare a worker with the crowd judge live workers only: an imported rater
 # group (experts, an LLM, an old batch) that disagrees with the crowd is what a rater-group
 # comparison is there to show, not a bad worker.
-CROWD_RULES = frozenset({"collusion", "stopped_reading", "below_crowd", "drifted"})
+CROWD_RULES = frozenset(
+    {"collusion", "stopped_reading", "below_crowd", "below_crowd_early", "drifted"}
+)
 
 
 DEFAULT_RULES: tuple[Rule, ...] = default_rules()

@@ -160,7 +160,8 @@ class HitType(ABC):
                             extra=extra, qc=qc, worker_page=page)  # fmt: skip
 
     def validate_qc_config(self, raw: Any) -> dict[str, Any]:
-        """The study's QC settings, completed with defaults (the gold threshold is the type's)."""
+        """The study's QC settings, completed with defaults (the gold threshold and the early
+        crowd rule's answers are the type's)."""
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
@@ -168,6 +169,9 @@ class HitType(ABC):
         gold = raw.get("gold")
         if gold is None or isinstance(gold, Mapping):
             raw = {**raw, "gold": {"threshold": self.gold_threshold, **(gold or {})}}
+        crowd = raw.get("crowd")
+        if self.crowd_early_answers is not None and (crowd is None or isinstance(crowd, Mapping)):
+            raw = {**raw, "crowd": {"early_answers": self.crowd_early_answers, **(crowd or {})}}
         try:
             return parse_qc_config(raw).to_json()
         except ValueError as error:
@@ -268,6 +272,10 @@ class HitType(ABC):
     # The gold accuracy of a uniform random answer, where the type knows it; types that set it
     # derive gold_threshold from it (qc.gold.threshold_from_chance).
     gold_chance: ClassVar[float | None] = None
+    # Judged answers after which a worker credibly (qc.crowd.early_credibility, 0.98) below
+    # the crowd is stopped, before below_crowd's 10 (qc.config.CrowdPolicy.early_answers);
+    # None: not before 10. Set where careful workers' early posteriors stay well clear of it.
+    crowd_early_answers: ClassVar[int | None] = None
     # Whether labels are points on a scale (ratings, boundary guesses): one step off the truth
     # then counts as right against the crowd (qc.agreement), and collusion reads a worker's
     # habits as offsets from the consensus, so two lenient raters are no pair.

@@ -64,6 +64,16 @@ def test_rules_list_replaces_the_defaults() -> None:
         parse_qc_config({"rules": [raw_rule | {"live_only": "no"}]})
 
 
+def test_the_early_crowd_rule_follows_the_crowd_policy() -> None:
+    # Off by default; a study (or its HIT type) sets the answers it may act after.
+    assert "below_crowd_early" not in {r.name for r in parse_qc_config(None).rules}
+    config = parse_qc_config({"crowd": {"early_answers": 7, "early_credibility": 0.99}})
+    [rule] = [r for r in config.rules if r.name == "below_crowd_early"]
+    assert (rule.metric, rule.op, rule.threshold) == ("agreement_below_prob", ">=", 0.99)
+    assert rule.min_evidence == {"agreement_n": 7} and rule.live_only
+    assert parse_qc_config(config.to_json()) == config
+
+
 def test_round_trip() -> None:
     raw: dict[str, Any] = {
         "gold": {
@@ -139,6 +149,11 @@ def test_round_trip() -> None:
         ({"anomalies": {"speed": 3}}, "qc.anomalies.speed is not a setting"),
         ({"crowd": {"doubt_checks": 1.5}}, "qc.crowd.doubt_checks must be a number between 0"),
         ({"crowd": {"doubt_checks": "often"}}, "qc.crowd.doubt_checks must be a number"),
+        ({"crowd": {"early_answers": 0}}, "qc.crowd.early_answers must be a whole number of 1"),
+        ({"crowd": {"early_answers": 6.5}}, "qc.crowd.early_answers must be a whole number"),
+        ({"crowd": {"early_answers": True}}, "qc.crowd.early_answers must be a whole number"),
+        ({"crowd": {"early_credibility": 0}}, "qc.crowd.early_credibility must be a number g"),
+        ({"crowd": {"early_credibility": 1.2}}, "qc.crowd.early_credibility must be a number"),
         ({"rules": {"name": "x"}}, "qc.rules must be a list"),
         ({"rules": [{"name": "x"}]}, r"qc.rules\[0\]: rule 'x' lacks metric"),
         (

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from qc.attention import fail_prob
-from qc.config import GoldPolicy
+from qc.config import CrowdPolicy, GoldPolicy
 from qc.rules import (
     DEFAULT_RULES,
     METRICS,
@@ -50,6 +50,23 @@ def test_default_rules_follow_the_gold_policy() -> None:
     gold = rules_by_name(default_rules(GoldPolicy(credibility=0.99, min_gold=6)))
     rule = gold["gold_below_threshold"]
     assert rule.threshold == 0.99 and rule.min_evidence == {"gold_n": 6}
+
+
+def test_the_early_crowd_rule_acts_sooner_on_firmer_evidence() -> None:
+    rules = rules_by_name(default_rules(crowd=CrowdPolicy(early_answers=6)))
+    rule = rules["below_crowd_early"]
+    assert (rule.threshold, rule.min_evidence) == (0.98, {"agreement_n": 6})
+    pair = [rules["below_crowd"], rule]
+    # Six judged answers: only a posterior of 0.98 acts; from ten, 0.95 does.
+    assert evaluate({"w": {"agreement_below_prob": 0.97, "agreement_n": 6}}, pair) == []
+    [early] = evaluate({"w": {"agreement_below_prob": 0.985, "agreement_n": 6}}, pair)
+    assert early.rule == "below_crowd_early"
+    assert evaluate({"w": {"agreement_below_prob": 0.99, "agreement_n": 5}}, pair) == []
+    [late] = evaluate({"w": {"agreement_below_prob": 0.96, "agreement_n": 10}}, pair)
+    assert late.rule == "below_crowd"
+    # Like below_crowd, it judges live workers only.
+    imported = {"agreement_below_prob": 0.999, "agreement_n": 20, "source": "imported"}
+    assert evaluate({"w": imported}, pair) == []
 
 
 def test_attention_rule_reason_and_evidence() -> None:

@@ -1,0 +1,62 @@
+"""Comparison's QC defaults: a pick against a crowd that settles the item is a full test, so a
+worker far below the crowd is stopped within a few answers (`below_crowd_early`); the other
+types, where labels right within one step swing a careful worker's early posterior more,
+wait for below_crowd's ten."""
+
+from __future__ import annotations
+
+import random
+
+from qc.config import parse_qc_config
+from qc.evidence import crowd_evidence
+from qc.rules import evaluate
+from tasks import get_hit_type
+
+K = 4
+
+
+def crowd_answers(
+    rng: random.Random, tasks: int, careful: int, guesser_tasks: int
+) -> list[tuple[str, str, int]]:
+    """Careful readers (right 8 times in 10) answer every task; the guesser, who misses every
+    pick, answers the first `guesser_tasks`, after the others."""
+    truth = [rng.randrange(K) for _ in range(tasks)]
+    answers = [
+        (f"q{t}/best", f"careful{w}",
+         z if rng.random() < 0.8 else (z + 1 + rng.randrange(K - 1)) % K)
+        for t, z in enumerate(truth) for w in range(careful)
+    ]  # fmt: skip
+    answers += [(f"q{t}/best", "guesser", (truth[t] + 1) % K) for t in range(guesser_tasks)]
+    return answers
+
+
+def fired(hit_type: str, answers: list[tuple[str, str, int]]) -> dict[str, list[str]]:
+    config = parse_qc_config(get_hit_type(hit_type).validate_qc_config(None))
+    evidence = crowd_evidence(answers, config)
+    return {worker: [d.rule for d in evaluate({worker: e}, config.rules)]
+            for worker, e in evidence.items()}  # fmt: skip
+
+
+def test_a_worker_far_below_the_crowd_is_stopped_within_a_few_comparisons() -> None:
+    config = parse_qc_config(get_hit_type("comparison").validate_qc_config(None))
+    [early] = [r for r in config.rules if r.name == "below_crowd_early"]
+    assert early.min_evidence == {"agreement_n": 6} and early.threshold == 0.98
+    rng = random.Random(4)
+    # Five wrong picks are not enough for anyone; seven are for the early rule, before
+    # below_crowd's ten.
+    assert fired("comparison", crowd_answers(rng, 20, 10, 5))["guesser"] == []
+    rules = fired("comparison", crowd_answers(rng, 20, 10, 7))
+    assert "below_crowd_early" in rules["guesser"] and "below_crowd" not in rules["guesser"]
+    assert all(not found for worker, found in rules.items() if worker != "guesser"), rules
+    # The study can turn it off, or ask for more.
+    off = parse_qc_config(
+        get_hit_type("comparison").validate_qc_config({"crowd": {"early_answers": None}})
+    )
+    assert "below_crowd_early" not in {r.name for r in off.rules}
+
+
+def test_the_other_types_wait_for_ten_answers() -> None:
+    for hit_type in ("boundary", "likert", "form"):
+        config = parse_qc_config(get_hit_type(hit_type).validate_qc_config(None))
+        assert config.crowd.early_answers is None
+        assert "below_crowd_early" not in {r.name for r in config.rules}, hit_type
