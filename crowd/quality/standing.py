@@ -11,7 +11,7 @@ The algorithms are in `qc/` (pure); this module reads and writes the database ar
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import case, insert, null, select, true
@@ -403,28 +403,44 @@ def crowd_metrics(
     as right answers to the task; they join the stopped-reading posterior as checks, in
     their place among the answers. Training is practice.
     """
-    hit = get_hit_type(study.hit_type)
+    return crowd_metrics_of(study, config, crowd_rows(session, study), focus)
+
+
+def crowd_rows(session: Session, study: Study) -> list[Any]:
+    """The study's answers `crowd_metrics` reads, in answer-time order: (response id, worker
+    id, item, item kind, the truth of gold and attention items, answer, explanation)."""
     kinds = (ItemKind.REAL, ItemKind.GOLD, ItemKind.ATTENTION)
-    found = session.execute(
-        select(
-            Response.worker_id,
-            Item.external_id,
-            Item.kind,
-            # Only gold and attention items' truth is read: a real item's expected answer (the
-            # study's most) would be decoded from JSON for nothing.
-            case((Item.kind != ItemKind.REAL, Item.expected), else_=null()),
-            Response.answer,
-            Response.explanation,
-        )  # fmt: skip
-        .join(Item, Item.id == Response.item_id)
-        .where(Response.study_id == study.id, Item.kind.in_(kinds))
-        .order_by(Response.created_at, Response.id)
-    ).all()
+    return list(
+        session.execute(
+            select(
+                Response.id,
+                Response.worker_id,
+                Item.external_id,
+                Item.kind,
+                # Only gold and attention items' truth is read: a real item's expected answer
+                # (the study's most) would be decoded from JSON for nothing.
+                case((Item.kind != ItemKind.REAL, Item.expected), else_=null()),
+                Response.answer,
+                Response.explanation,
+            )  # fmt: skip
+            .join(Item, Item.id == Response.item_id)
+            .where(Response.study_id == study.id, Item.kind.in_(kinds))
+            .order_by(Response.created_at, Response.id)
+        ).all()
+    )
+
+
+def crowd_metrics_of(
+    study: Study, config: QcConfig, found: Sequence[Any], focus: Collection[int] | None = None
+) -> dict[str, dict[str, Any]]:
+    """`crowd_metrics` over `found`, rows of `crowd_rows` (all of them, or the first few: the
+    QC benchmark's replay judges a study as it stood after each answer)."""
+    hit = get_hit_type(study.hit_type)
     answers: list[tuple[str, str, Hashable]] = []
     explanations: dict[tuple[str, str], str] = {}
     truth: dict[str, Hashable] = {}
     checks: list[tuple[int, str, bool]] = []
-    for worker_id, item, kind, expected, answer, explanation in found:
+    for _, worker_id, item, kind, expected, answer, explanation in found:
         if kind == ItemKind.ATTENTION:
             passed = hit.passed_attention(expected or {}, answer)
             checks.append((len(answers), str(worker_id), passed))

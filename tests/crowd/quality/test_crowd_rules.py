@@ -221,5 +221,14 @@ def test_attention_checks_test_attention_not_the_accuracy_against_the_crowd(
         ]
         assert kinds.count("attention") == 3 and kinds.count("real") == 9
         metrics = quality.crowd_metrics(session, study, exclusion.study_qc(study))
+        rows = quality.crowd_rows(session, study)
     # Three real items judged each; the passed check is not a right answer to the task.
     assert sorted(m["agreement_n"] for m in metrics.values()) == [3, 3, 3]
+    # The same from the rows read once; and as the study stood before the last worker came
+    # (the QC benchmark's replay): each of their tasks had one other answer, too few to judge.
+    config = exclusion.study_qc(study)
+    assert quality.crowd_metrics_of(study, config, rows) == metrics
+    first_two = [row for row in rows if row[1] != rows[-1][1]]
+    assert len(first_two) == 8 and rows[: len(first_two)] == first_two
+    before = quality.crowd_metrics_of(study, config, first_two)
+    assert sorted(m["agreement_n"] for m in before.values()) == [0, 0]
