@@ -149,7 +149,7 @@ class CrowdPolicy:
     replace_excluded: bool = True
     doubt_checks: float = 0.8
     early_answers: int | None = None
-    early_credibility: float = 0.98
+    early_credibility: float = 0.99
 
     def __post_init__(self) -> None:
         _check_share("qc.crowd.margin", self.margin)

@@ -272,7 +272,7 @@ class HitType(ABC):
     # The gold accuracy of a uniform random answer, where the type knows it; types that set it
     # derive gold_threshold from it (qc.gold.threshold_from_chance).
     gold_chance: ClassVar[float | None] = None
-    # Judged answers after which a worker credibly (qc.crowd.early_credibility, 0.98) below
+    # Judged answers after which a worker credibly (qc.crowd.early_credibility, 0.99) below
     # the crowd is stopped, before below_crowd's 10 (qc.config.CrowdPolicy.early_answers);
     # None: not before 10. Set where careful workers' early posteriors stay well clear of it.
     crowd_early_answers: ClassVar[int | None] = None

@@ -55,13 +55,13 @@ def test_default_rules_follow_the_gold_policy() -> None:
 def test_the_early_crowd_rule_acts_sooner_on_firmer_evidence() -> None:
     rules = rules_by_name(default_rules(crowd=CrowdPolicy(early_answers=6)))
     rule = rules["below_crowd_early"]
-    assert (rule.threshold, rule.min_evidence) == (0.98, {"agreement_n": 6})
+    assert (rule.threshold, rule.min_evidence) == (0.99, {"agreement_n": 6})
     pair = [rules["below_crowd"], rule]
-    # Six judged answers: only a posterior of 0.98 acts; from ten, 0.95 does.
-    assert evaluate({"w": {"agreement_below_prob": 0.97, "agreement_n": 6}}, pair) == []
-    [early] = evaluate({"w": {"agreement_below_prob": 0.985, "agreement_n": 6}}, pair)
+    # Six judged answers: only a posterior of 0.99 acts; from ten, 0.95 does.
+    assert evaluate({"w": {"agreement_below_prob": 0.985, "agreement_n": 6}}, pair) == []
+    [early] = evaluate({"w": {"agreement_below_prob": 0.992, "agreement_n": 6}}, pair)
     assert early.rule == "below_crowd_early"
-    assert evaluate({"w": {"agreement_below_prob": 0.99, "agreement_n": 5}}, pair) == []
+    assert evaluate({"w": {"agreement_below_prob": 0.999, "agreement_n": 5}}, pair) == []
     [late] = evaluate({"w": {"agreement_below_prob": 0.96, "agreement_n": 10}}, pair)
     assert late.rule == "below_crowd"
     # Like below_crowd, it judges live workers only.

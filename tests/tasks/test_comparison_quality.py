@@ -40,7 +40,7 @@ def fired(hit_type: str, answers: list[tuple[str, str, int]]) -> dict[str, list[
 def test_a_worker_far_below_the_crowd_is_stopped_within_a_few_comparisons() -> None:
     config = parse_qc_config(get_hit_type("comparison").validate_qc_config(None))
     [early] = [r for r in config.rules if r.name == "below_crowd_early"]
-    assert early.min_evidence == {"agreement_n": 6} and early.threshold == 0.98
+    assert early.min_evidence == {"agreement_n": 6} and early.threshold == 0.99
     rng = random.Random(4)
     # Five wrong picks are not enough for anyone; seven are for the early rule, before
     # below_crowd's ten.
