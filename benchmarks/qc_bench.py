@@ -155,8 +155,7 @@ def run_scenario(
         out = detection(result.workers, excluded_by, answered, _stops(session, study_id))
         if args.dump:
             dump_workers(Path(args.dump), f"{hit_type}-{mix_name}-{redundancy}-{args.seed}",
-                         session, study_id, result.workers, answered,
-                         settings.database_url)  # fmt: skip
+                         session, study_id, result.workers, answered)  # fmt: skip
         by_rule: dict[str, int] = {}
         for rule in excluded_by.values():
             by_rule[str(rule)] = by_rule.get(str(rule), 0) + 1
@@ -221,11 +220,8 @@ def dump_workers(
     study_id: int,
     kinds: dict[str, str],
     answered: dict[str, int],
-    database_url: str,
 ) -> None:
-    """Each worker's kind, items answered, exclusion and QC evidence, for a look at who was
-    missed or wrongly excluded (`--dump FOLDER`), with the study's database (left in its
-    temporary folder), which benchmarks/qc_replay.py replays."""
+    """Each worker's kind, answers, exclusion and evidence; the database, for qc_replay.py."""
     rows = session.execute(
         select(Worker.external_id, StudyWorker)
         .join(StudyWorker, StudyWorker.worker_id == Worker.id)
@@ -258,7 +254,7 @@ def dump_workers(
                     "answered_when_stopped": before, "excluded_by": row.excluded_by,
                     "evidence": row.evidence}  # fmt: skip
     folder.mkdir(parents=True, exist_ok=True)
-    dump = {"database": database_url, "study_id": study_id, "workers": out}
+    dump = {"database": str(session.get_bind().url), "study_id": study_id, "workers": out}
     (folder / f"{name}.json").write_text(json.dumps(dump, indent=1, default=str))
 
 
