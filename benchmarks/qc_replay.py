@@ -5,8 +5,11 @@ with the path of its database, which the run leaves in its temporary folder. Thi
 reads those databases and judges every worker as the study stood after every `--step`
 answers (of all workers), with the QC settings the study had or with `--qc` over them, and
 prints per bad kind the answers at which a soft-blocking rule first fires, per rule, the
-careful workers any rule would have stopped, and the careful workers' highest probability of
-being below the crowd by judged answers (how much room a rule on `agreement_below_prob` has).
+careful and noisy workers any rule would have stopped, and the careful workers' highest
+probability of being below the crowd by judged answers (how much room a rule on
+`agreement_below_prob` has). Answers are counted as the worker's `responses` when the rule
+first fires, within `--step`; qc_bench counts a drifter's from its drift, so the two medians
+differ.
 
 Rules that act sooner than the live run's can be tried this way in minutes. One that acts
 later cannot: a worker the live run stopped answered nothing more.
@@ -89,13 +92,14 @@ def report(studies: dict[str, dict[str, Any]]) -> None:
     stops: dict[str, list[int]] = defaultdict(list)
     missed: dict[str, int] = defaultdict(int)
     by_rule: dict[str, int] = defaultdict(int)
-    careful_stopped: list[str] = []
+    good_stopped: list[str] = []
     highest: dict[int, list[float]] = defaultdict(list)
     for name, workers in sorted(studies.items()):
         for worker, found in sorted(workers.items()):
             kind, first = found["kind"], found["first"]
+            if kind in GOOD and first:  # noisy workers read, if carelessly: not bad
+                good_stopped.append(f"{name} {worker} ({kind}) {first}")
             if kind == "careful":
-                careful_stopped += [f"{name} {worker} {first}"] if first else []
                 for judged, below in found["highest"].items():
                     highest[judged].append(below)
             if kind in GOOD or kind is None:
@@ -115,8 +119,8 @@ def report(studies: dict[str, dict[str, Any]]) -> None:
         print(f"  {kind:16} median {median:>5}  never stopped {missed[kind]} of "
               f"{len(got) + missed[kind]}")  # fmt: skip
     print("  first rule to fire:", dict(sorted(by_rule.items())))
-    print(f"careful workers stopped: {len(careful_stopped)}")
-    for line in careful_stopped:
+    print(f"careful and noisy workers stopped: {len(good_stopped)}")
+    for line in good_stopped:
         print("  " + line)
     print("careful workers' highest P(below the crowd), by judged answers:")
     for judged in sorted(highest)[:16]:

@@ -138,7 +138,8 @@ class CrowdPolicy:
     answers after which the `below_crowd_early` rule stops a worker whose accuracy against
     the crowd is below the threshold at early_credibility, before `below_crowd`'s 10 (None:
     no such rule; a HIT type sets it where careful workers' early posteriors stay clear of
-    it, see `tasks.base.HitType.crowd_early_answers`).
+    it, see `tasks.base.HitType.crowd_early_answers`). Like the gold policy's credibility,
+    the two shape the default rules only: a config that lists its rules keeps them.
     """
 
     margin: float = 0.5

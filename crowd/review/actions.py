@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from crowd.exceptions import PermissionDenied, ValidationError
 from crowd.platforms.actions import request_action
-from crowd.quality.exclusion import replace_excluded
+from crowd.quality.exclusion import replace_excluded, study_qc
 from crowd.quality.standing import audit, standing
 from crowd.review.workers import rule_targets, worker_in_study
 from crowd.storage import (
@@ -167,9 +167,14 @@ def _approve(
     reason = _text(params.get("reason"), "reason", required=False)
     paid, queued = _settle(session, study, worker, pay=True, feedback=reason)
     # Approving keeps the worker: the exclusion or stop of the rules firing now is
-    # overturned; a rule that fires later still acts.
+    # overturned, with the other rules on the same evidence (below_crowd_early's verdict is
+    # below_crowd's, sooner: the approval would not survive the tenth answer otherwise); a
+    # rule on other evidence that fires later still acts.
     row.decision = Decision.APPROVED
-    row.cleared_rules = sorted({*(row.cleared_rules or []), *(row.rule_hits or [])})
+    rules = study_qc(study).rules
+    read = {rule.metric for rule in rules if rule.name in (row.rule_hits or [])}
+    same = {rule.name for rule in rules if rule.metric in read}
+    row.cleared_rules = sorted({*(row.cleared_rules or []), *(row.rule_hits or []), *same})
     row.excluded_by = None
     row.serving = Serving.ACTIVE
     row.flags = []

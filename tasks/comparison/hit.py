@@ -124,13 +124,13 @@ class ComparisonHit(HitType):
     gold_chance: ClassVar[float] = 0.25
     gold_threshold: ClassVar[float] = threshold_from_chance(gold_chance)
     # A pick is right or wrong (no tolerance), so against a crowd that settles an item a
-    # wrong pick weighs fully, and a careful reader's posterior of being below the crowd
-    # stays below the early rule's 0.99: over two QC benchmark runs' 480 careful comparison
-    # workers, replayed answer by answer (benchmarks/qc_replay.py), its highest after 6 to 9
-    # judged answers was 0.978 (in one run 0.91), while rings and random pickers pass 0.99
-    # there (benchmarks/RESULTS.md). Boundary guesses and ratings, right within one step,
-    # swing more (careful boundary readers reached 0.97 after 6 and 0.96 after 10), so those
-    # types wait for below_crowd's 10.
+    # wrong pick weighs fully: over two QC benchmark runs' 480 careful comparison workers,
+    # replayed every 5 answers (benchmarks/qc_replay.py), the highest posterior of being
+    # below the crowd seen after 6 to 9 judged answers was 0.978 (in one run 0.91), under
+    # the early rule's 0.99; the replay of one run stops bad workers a median of 1 answer
+    # sooner with it (benchmarks/RESULTS.md; not shown live, where runs spread more).
+    # Boundary guesses and ratings, right within one step, swing more (careful boundary
+    # readers reached 0.97 after 6 and 0.96 after 10), so those types wait for 10.
     crowd_early_answers: ClassVar[int | None] = 6
     aggregation_methods: ClassVar[tuple[str, ...]] = (
         "majority_vote", "dawid_skene", "mace", "bradley_terry",

@@ -16,17 +16,18 @@ K = 4
 
 
 def crowd_answers(
-    rng: random.Random, tasks: int, careful: int, guesser_tasks: int
+    rng: random.Random, tasks: int, careful: int, guesser_tasks: int, right: int = 0
 ) -> list[tuple[str, str, int]]:
-    """Careful readers (right 8 times in 10) answer every task; the guesser, who misses every
-    pick, answers the first `guesser_tasks`, after the others."""
+    """Careful readers (right 8 times in 10) answer every task; the guesser answers the first
+    `guesser_tasks`, after the others, right on the first `right` of them only."""
     truth = [rng.randrange(K) for _ in range(tasks)]
     answers = [
         (f"q{t}/best", f"careful{w}",
          z if rng.random() < 0.8 else (z + 1 + rng.randrange(K - 1)) % K)
         for t, z in enumerate(truth) for w in range(careful)
     ]  # fmt: skip
-    answers += [(f"q{t}/best", "guesser", (truth[t] + 1) % K) for t in range(guesser_tasks)]
+    answers += [(f"q{t}/best", "guesser", truth[t] if t < right else (truth[t] + 1) % K)
+                for t in range(guesser_tasks)]  # fmt: skip
     return answers
 
 
@@ -48,7 +49,13 @@ def test_a_worker_far_below_the_crowd_is_stopped_within_a_few_comparisons() -> N
     rules = fired("comparison", crowd_answers(rng, 20, 10, 7))
     assert "below_crowd_early" in rules["guesser"] and "below_crowd" not in rules["guesser"]
     assert all(not found for worker, found in rules.items() if worker != "guesser"), rules
-    # The study can turn it off, or ask for more.
+    # One pick right in seven leaves the posterior between below_crowd's 0.95 and the early
+    # rule's 0.99: credible enough after ten answers, not after seven.
+    answers = crowd_answers(random.Random(4), 20, 10, 7, right=1)
+    config = parse_qc_config(get_hit_type("comparison").validate_qc_config(None))
+    assert 0.95 < crowd_evidence(answers, config)["guesser"]["agreement_below_prob"] < 0.99
+    assert fired("comparison", answers)["guesser"] == []
+    # The study can turn it off.
     off = parse_qc_config(
         get_hit_type("comparison").validate_qc_config({"crowd": {"early_answers": None}})
     )

@@ -224,11 +224,32 @@ def test_attention_checks_test_attention_not_the_accuracy_against_the_crowd(
         rows = quality.crowd_rows(session, study)
     # Three real items judged each; the passed check is not a right answer to the task.
     assert sorted(m["agreement_n"] for m in metrics.values()) == [3, 3, 3]
-    # The same from the rows read once; and as the study stood before the last worker came
-    # (the QC benchmark's replay): each of their tasks had one other answer, too few to judge.
+    # As the study stood before the last worker came (the QC benchmark's replay): each of
+    # the first two's tasks had one other answer, too few to judge.
     config = exclusion.study_qc(study)
-    assert quality.crowd_metrics_of(study, config, rows) == metrics
     first_two = [row for row in rows if row[1] != rows[-1][1]]
     assert len(first_two) == 8 and rows[: len(first_two)] == first_two
     before = quality.crowd_metrics_of(study, config, first_two)
     assert sorted(m["agreement_n"] for m in before.values()) == [0, 0]
+
+
+def test_approving_a_worker_the_early_crowd_rule_stopped_clears_below_crowd_too(
+    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
+) -> None:
+    # Both rules read agreement_below_prob: an approval after the early rule would not
+    # survive the tenth judged answer if it cleared the early rule alone.
+    study_id = make_study(items(), {"annotations_per_item": 3}, hit_type="comparison")
+    who = join(client, auth, external_id="early")
+    assert answer(client, who, study_id, lambda texts, query: 0)
+    with db.session() as session:
+        row = session.scalars(select(StudyWorker).where(StudyWorker.study_id == study_id)).one()
+        row.rule_hits = ["below_crowd_early"]
+        row.excluded_by = "rule:below_crowd_early"
+        wid = row.worker_id
+    reply = client.post(f"/api/studies/{study_id}/workers/{wid}/actions",
+                        json={"action": "approve", "reason": "read by hand"}, headers=auth)  # fmt: skip
+    assert reply.status_code == 200, reply.get_json()
+    with db.session() as session:
+        row = session.scalars(select(StudyWorker).where(StudyWorker.study_id == study_id)).one()
+        assert row.cleared_rules == ["below_crowd", "below_crowd_early"]
+        assert row.excluded_by is None
