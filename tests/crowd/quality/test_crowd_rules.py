@@ -246,8 +246,9 @@ def test_approving_a_worker_the_early_crowd_rule_stopped_clears_below_crowd_too(
         row.rule_hits = ["below_crowd_early"]
         row.excluded_by = "rule:below_crowd_early"
         wid = row.worker_id
-    reply = client.post(f"/api/studies/{study_id}/workers/{wid}/actions",
-                        json={"action": "approve", "reason": "read by hand"}, headers=auth)  # fmt: skip
+    approve = {"action": "approve", "reason": "read by hand"}
+    reply = client.post(f"/api/studies/{study_id}/workers/{wid}/actions", json=approve,
+                        headers=auth)  # fmt: skip
     assert reply.status_code == 200, reply.get_json()
     with db.session() as session:
         row = session.scalars(select(StudyWorker).where(StudyWorker.study_id == study_id)).one()
