@@ -160,15 +160,16 @@ class HitType(ABC):
                             extra=extra, qc=qc, worker_page=page)  # fmt: skip
 
     def validate_qc_config(self, raw: Any) -> dict[str, Any]:
-        """The study's QC settings, completed with defaults (the gold threshold and the early
-        crowd rule's answers are the type's)."""
+        """The study's QC settings, completed with defaults (the gold threshold and
+        credibility and the early crowd rule's answers are the type's)."""
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
             raise InvalidConfig("must be an object of QC settings (gold, qualification, ...)", "qc")
         gold = raw.get("gold")
         if gold is None or isinstance(gold, Mapping):
-            raw = {**raw, "gold": {"threshold": self.gold_threshold, **(gold or {})}}
+            defaults = {"threshold": self.gold_threshold, "credibility": self.gold_credibility}
+            raw = {**raw, "gold": {**defaults, **(gold or {})}}
         crowd = raw.get("crowd")
         if self.crowd_early_answers is not None and (crowd is None or isinstance(crowd, Mapping)):
             raw = {**raw, "crowd": {"early_answers": self.crowd_early_answers, **(crowd or {})}}
@@ -272,6 +273,10 @@ class HitType(ABC):
     # The gold accuracy of a uniform random answer, where the type knows it; types that set it
     # derive gold_threshold from it (qc.gold.threshold_from_chance).
     gold_chance: ClassVar[float | None] = None
+    # Default posterior probability the rules need (qc.gold.credibility): it sets the gold,
+    # attention, crowd and drift rules alike (qc.rules.default_rules). A type whose careful
+    # readers' evidence swings more (guesses right within one step) sets it firmer.
+    gold_credibility: ClassVar[float] = 0.95
     # Judged answers after which a worker credibly (qc.crowd.early_credibility, 0.99) below
     # the crowd is stopped, before below_crowd's 10 (qc.config.CrowdPolicy.early_answers);
     # None: not before 10. Set where careful workers' early posteriors stay well clear of it.

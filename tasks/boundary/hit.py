@@ -241,6 +241,13 @@ class BoundaryHit(HitType):
     # pairs), so the threshold is set from that chance level.
     gold_chance: ClassVar[float] = 0.28
     gold_threshold: ClassVar[float] = threshold_from_chance(gold_chance)
+    # Firmer than 0.95: a careful boundary reader's guesses, right within one step, swing
+    # more than a pick. At 0.95 the gold rule stops about 1 careful worker in 373
+    # (benchmarks/qc_tradeoff.py), and QC benchmark runs stopped careful readers by the gold
+    # rule after 9 answers and by below_crowd after 12 (a posterior of 0.959 after 10). At
+    # 0.99 (a benchmark run, 240 careful readers): none stopped, bad workers still stopped
+    # after a median of 7 answers, 34 of 36 drifters (benchmarks/RESULTS.md).
+    gold_credibility: ClassVar[float] = 0.99
     ordinal_labels: ClassVar[bool] = True
     # A guess is the first sentence a reader calls machine-written: the first-change model
     # (per-reader false-alarm and detection rates) fits that better than any vote.

@@ -291,8 +291,9 @@ def gold_failer(
     """A study where worker "careless" guesses early on 4 gold items (accuracy 0)."""
     items = [passage(f"r{i}", 1, n=3) for i in range(6)]
     items += [passage(f"g{i}", 3, n=4, kind="gold") for i in range(4)]
-    qc = {"gold": {"threshold": 0.5, "min_rate": 1.0, "max_rate": 1.0}}
-    study_id = make_study(items, {**NO_EXPLANATION, "qc": qc})
+    # Credibility 0.95, not boundary's 0.99: four misses (P(accuracy < 0.5) = 0.97) suffice.
+    gold = {"threshold": 0.5, "credibility": 0.95, "min_rate": 1.0, "max_rate": 1.0}
+    study_id = make_study(items, {**NO_EXPLANATION, "qc": {"gold": gold}})
     who = join(client, auth, external_id="careless")
     # Machine at sentence 1 is two early for boundary 3: a miss. Simulated time keeps the
     # worker clear of the too-fast rule, so only the gold rule can fire.
