@@ -13,8 +13,9 @@ production). Then we measure:
 - careful and noisy workers excluded (noisy workers read but err often: neither bad nor
   careful, they count in neither precision nor recall);
 - items a bad worker answered before QC stopped them (for drifters: after they drifted);
-- the accuracy of aggregated labels on real items against the truth, for every method, on
-  every worker's labels and on the filtered set (QC's exclusions left out).
+- the accuracy of aggregated labels on real items against the truth, for every method, with
+  QC (the answers of the workers it kept) and without (a control study the same crowd plays
+  with every rule off: `benchmarks/qc_labels.py`; `--no-control` skips it).
 
 Run: `.venv/bin/python benchmarks/qc_bench.py` (or `make bench-qc`); the results block in
 benchmarks/RESULTS.md is rewritten. `--types`, `--redundancy` and `--mixes` run a part.
@@ -28,13 +29,12 @@ import math
 import os
 import platform
 import random
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,10 +42,12 @@ from typing import Any
 from qc_crowd import DRIFT_AFTER, BenchCrowd
 from qc_items import CONFIGS, MAKERS, truth_labels
 from results_md import write_block
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from qc_labels import compare, control_config, first_answers_labels, full_items  # noqa: E402
 
 from crowd.accounts import authenticate, create_api_key  # noqa: E402
 from crowd.demo import BackgroundServer  # noqa: E402
@@ -65,7 +67,6 @@ from crowd.storage import (  # noqa: E402
     Worker,
 )
 from crowd.studies.lifecycle import create_study, get_study, import_items  # noqa: E402
-from qc.aggregation import label_accuracy  # noqa: E402
 from tasks import load_builtin  # noqa: E402
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -101,45 +102,65 @@ def start_worker(settings: Settings) -> subprocess.Popen[bytes]:
     )
 
 
-def run_scenario(
-    hit_type: str, mix_name: str, redundancy: int, args: argparse.Namespace, base: Settings
-) -> dict[str, Any]:
-    """One study: the crowd plays it with a live QC worker; detection and label accuracy."""
-    rng = random.Random(args.seed)
-    mix = MIXES[mix_name]
-    workers = sum(mix.values())
-    n_real = math.ceil(workers * args.items * REAL_SHARE / redundancy)
-    records = MAKERS[hit_type](rng, n_real, args.gold, args.attention)
+@dataclass
+class Played:
+    db: Database
+    study_id: int
+    result: Any  # qc_crowd.BenchResult
+    seconds: float
+    pace: QueuePace | None
+
+
+def play(
+    hit_type: str, mix_name: str, redundancy: int, args: argparse.Namespace, base: Settings,
+    records: list[dict[str, Any]], control: bool = False,
+) -> Played:  # fmt: skip
+    """The crowd plays a study of `records`: with a live QC worker, or for the `control`
+    with every rule off and no worker (qc_labels)."""
     data_dir = Path(tempfile.mkdtemp(prefix=f"qc-bench-{hit_type}-"))
     settings = replace(base, data_dir=data_dir, database_url=f"sqlite:///{data_dir / 'c.db'}")
     db = Database(settings.database_url)
     db.upgrade()
+    config = {**CONFIGS[hit_type], "annotations_per_item": redundancy}
     with db.session() as session:
         api_key = create_api_key(session, "bench")
-        config = {**CONFIGS[hit_type], "annotations_per_item": redundancy}
         study = create_study(session, authenticate(session, api_key), f"QC {hit_type}",
-                             hit_type, config)  # fmt: skip
+                             hit_type, control_config(config) if control else config)  # fmt: skip
         import_items(session, study, records)
         open_study(session, study, ["sim"])
         study_id = study.id
     settings, embedded = ensure_redis(settings)
-    worker = start_worker(settings)
+    worker = None if control else start_worker(settings)
+    pace = None if control or args.round_wait <= 0 else QueuePace(db, args.round_wait)
     started = time.perf_counter()
     try:
         with BackgroundServer(settings) as server:
-            crowd = BenchCrowd(server.url, api_key, study_id, hit_type, records, mix,
+            crowd = BenchCrowd(server.url, api_key, study_id, hit_type, records, MIXES[mix_name],
                                seed=args.seed, items_per_worker=args.items)  # fmt: skip
-            pace = QueuePace(db, args.round_wait)
-            result = crowd.run(threads=4, between_rounds=pace if args.round_wait > 0 else None)
-        worker.terminate()
-        worker.wait(timeout=60)
-        run_worker(settings, burst=True)  # whatever the live worker had not got to yet
+            result = crowd.run(threads=4, between_rounds=pace)
+        if worker is not None:
+            worker.terminate()
+            worker.wait(timeout=60)
+            run_worker(settings, burst=True)  # whatever the live worker had not got to yet
     finally:
-        if worker.poll() is None:
+        if worker is not None and worker.poll() is None:
             worker.kill()
         if embedded is not None:
             embedded.stop()
-    elapsed = time.perf_counter() - started
+    return Played(db, study_id, result, time.perf_counter() - started, pace)
+
+
+def run_scenario(
+    hit_type: str, mix_name: str, redundancy: int, args: argparse.Namespace, base: Settings
+) -> dict[str, Any]:
+    """One study: the crowd plays it with a live QC worker; detection; and, unless
+    --no-control, label accuracy against the control study without QC (qc_labels)."""
+    rng = random.Random(args.seed)
+    workers = sum(MIXES[mix_name].values())
+    n_real = math.ceil(workers * args.items * REAL_SHARE / redundancy)
+    records = MAKERS[hit_type](rng, n_real, args.gold, args.attention)
+    played = play(hit_type, mix_name, redundancy, args, base, records)
+    db, study_id, result = played.db, played.study_id, played.result
     with db.session() as session:
         study = get_study(session, study_id)
         quality.refresh_study(session, study)
@@ -159,29 +180,26 @@ def run_scenario(
         by_rule: dict[str, int] = {}
         for rule in excluded_by.values():
             by_rule[str(rule)] = by_rule.get(str(rule), 0) + 1
-        truth = truth_labels(hit_type, records)
         labels.aggregate_study(session, study, filtered=True, methods=labels.METHODS)
         kept = {m: data["labels"] for m, data in labels.stored(session, study_id).items()}
-        full = full_items(session, study_id, redundancy)
-    without = without_qc(data_dir / "c.db", study_id, redundancy)
-    # At equal redundancy: on the items both arms label with `redundancy` answers (an item
-    # whose excluded workers' answers were not all asked again before the crowd ran out of
-    # work has fewer with QC: an unfinished item, not a QC label).
-    for key, found in (("accuracy_all", without), ("accuracy_filtered", kept)):
-        out[key] = {
-            method: label_accuracy({t: v for t, v in got.items() if t in kept.get(method, {})
-                                    and t in without.get(method, {})
-                                    and t.rsplit("/", 1)[0] in full}, truth)
-            for method, got in found.items()
-        }  # fmt: skip
-    out["labelled_items"] = len(full)
+        kept_full = full_items(session, study_id, redundancy)
+    db.dispose()
+    out.update(accuracy_all={}, accuracy_filtered={}, labelled_items=0, control_seconds=0.0)
+    if not args.no_control:
+        control = play(hit_type, mix_name, redundancy, args, base, records, control=True)
+        found, control_full = first_answers_labels(control.db, control.study_id, redundancy)
+        control.db.dispose()
+        truth = truth_labels(hit_type, records)
+        out.update(compare(kept, kept_full, found, control_full, truth))
+        out.update(labelled_items=len(kept_full & control_full),
+                   control_seconds=round(control.seconds, 1))  # fmt: skip
+    pace = played.pace
     out.update(
         hit_type=hit_type, mix=mix_name, redundancy=redundancy, errors=len(result.errors),
-        seconds=round(elapsed, 1), responses=sum(answered.values()),
-        paced=round(pace.waited, 1), pace_timeouts=pace.timeouts,
+        seconds=round(played.seconds, 1), responses=sum(answered.values()),
+        paced=round(pace.waited, 1) if pace else 0.0, pace_timeouts=pace.timeouts if pace else 0,
         excluded_by=dict(sorted(by_rule.items())),
     )  # fmt: skip
-    db.dispose()
     return out
 
 
@@ -258,34 +276,6 @@ def dump_workers(
     (folder / f"{name}.json").write_text(json.dumps(dump, indent=1, default=str))
 
 
-def without_qc(path: Path, study_id: int, redundancy: int) -> dict[str, dict[str, Any]]:
-    """The labels of every method without QC: what the study had with each item's first
-    `redundancy` answers, everyone's (a study without QC neither leaves answers out nor asks
-    for them again), aggregated on a copy of the database."""
-    copy = path.with_name("without-qc.db")
-    shutil.copyfile(path, copy)
-    db = Database(f"sqlite:///{copy}")
-    with db.session() as session:
-        ranked = (
-            select(
-                Response.id,
-                func.row_number()
-                .over(partition_by=Response.item_id, order_by=(Response.created_at, Response.id))
-                .label("n"),
-            )
-            .join(Item, Item.id == Response.item_id)
-            .where(Response.study_id == study_id, Item.kind == ItemKind.REAL)
-            .subquery()
-        )
-        late = select(ranked.c.id).where(ranked.c.n > redundancy)
-        session.execute(delete(Response).where(Response.id.in_(late)))
-        study = get_study(session, study_id)
-        labels.aggregate_study(session, study, filtered=False, methods=labels.METHODS)
-        found = {m: data["labels"] for m, data in labels.stored(session, study_id).items()}
-    db.dispose()
-    return found
-
-
 def detection(
     kinds: dict[str, str],
     excluded_by: dict[str, str],
@@ -324,25 +314,6 @@ def detection(
         out["kinds"][kind] = {"n": len(members), "excluded": len(caught), "before_stop": before,
                               "lag": lag, "rules": rules}  # fmt: skip
     return out
-
-
-def full_items(session: Any, study_id: int, redundancy: int) -> set[str]:
-    """Real items with at least `redundancy` answers from workers QC kept."""
-    excluded = select(StudyWorker.worker_id).where(
-        StudyWorker.study_id == study_id, StudyWorker.excluded_by.is_not(None)
-    )
-    rows = session.execute(
-        select(Item.external_id)
-        .join(Response, Response.item_id == Item.id)
-        .where(
-            Item.study_id == study_id,
-            Item.kind == ItemKind.REAL,
-            Response.worker_id.not_in(excluded),
-        )
-        .group_by(Item.external_id)
-        .having(func.count(Response.id) >= redundancy)
-    )
-    return {str(external_id) for (external_id,) in rows}
 
 
 def _answered(session: Any) -> dict[str, int]:
@@ -431,7 +402,8 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
         for rule, n in run["excluded_by"].items():
             rules[rule] = rules.get(rule, 0) + n
     out["excluded_by"] = dict(sorted(rules.items()))
-    for key in ("seconds", "responses", "errors", "paced", "pace_timeouts", "labelled_items"):
+    counts = ("seconds", "responses", "errors", "paced", "pace_timeouts", "labelled_items")
+    for key in (*counts, "control_seconds"):
         out[key] = round(sum(run.get(key, 0) for run in runs), 1)
     return out
 
@@ -501,12 +473,13 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
         )
     lines += [
         "",
-        "Accuracy of aggregated labels on real items against the truth, without QC (each "
-        "item's first answers up to the redundancy, everyone's) and after the arrow with QC "
-        "(the answers of the workers QC kept, excluded workers' answers asked for again), at "
-        "equal redundancy: on the items both label whose answers from kept workers number the "
-        "redundancy (an item the crowd ran out of work before answering again is unfinished; "
-        "the exclusions list below counts the items kept per row):",
+        "Accuracy of aggregated labels on real items against the truth, without QC (a "
+        "control study: the same crowd, seed and items with every rule off, so nobody is "
+        "stopped; each item's first answers up to the redundancy, everyone's) and after the "
+        "arrow with QC (the answers of the workers QC kept, excluded workers' answers asked "
+        "for again), at equal redundancy: on the items both label with that many answers (an "
+        "item the crowd ran out of work before answering again is unfinished; the exclusions "
+        "list below counts the items compared per row; `benchmarks/qc_labels.py`):",
         "",
         "| HIT type | mix | answers per item | " + " | ".join(METHOD_NAMES.values()) + " |",
         "|---|---|---|" + "---|" * len(METHOD_NAMES),
@@ -526,8 +499,8 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
             f"- {r['hit_type']}, {r['mix']}, {r['redundancy']} per item: {rules} "
             f"({r['responses']} responses, {r['seconds']} s of which {r.get('paced', 0)} s "
             f"waiting for the queue ({r.get('pace_timeouts', 0)} waits cut short), "
-            f"{r['errors']} errors; {r.get('labelled_items', '?')} real items with their "
-            "answers from kept workers)"
+            f"{r['errors']} errors; {r.get('labelled_items', '?')} real items compared; "
+            f"control {r.get('control_seconds', 0)} s)"
         )
     lines.append(END)
     return "\n".join(lines)
@@ -570,6 +543,11 @@ def main() -> None:
                         help="most seconds to wait between rounds for the queue to catch up "
                              "(0: do not wait)")  # fmt: skip
     parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
+    parser.add_argument(
+        "--no-control",
+        action="store_true",
+        help="skip the control study without QC (and the label table)",
+    )
     args = parser.parse_args()
     load_builtin()
     base = Settings.from_env()

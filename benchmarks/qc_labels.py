@@ -1,0 +1,98 @@
+"""Label accuracy for the QC benchmark: QC's labels against a control study without QC.
+
+The control is the same crowd (same seed, same items) playing a copy of the study whose rules
+are off (`"qc": {"rules": []}`) and with no `crowd worker` running: nobody is stopped, so the
+bad workers answer all their items, as they would in a study without QC. Its labels are each
+real item's first `redundancy` answers, everyone's. QC's are the answers of the workers QC
+kept (excluded workers' answers asked for again). Both are compared on the items each labels
+with `redundancy` answers (an item whose excluded workers' answers were not all asked again
+before the crowd ran out of work is unfinished, not a QC label).
+
+Until 2026-11-28 the arm without QC was the QC study's own first answers: it held the bad
+workers' answers only up to their stop (about 10 answers, mostly gold and checks), so it
+measured little of what QC saves a study (benchmarks/RESULTS.md, ninth look).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, func, select
+
+from crowd.quality import labels
+from crowd.storage import Database, Item, ItemKind, Response, StudyWorker
+from crowd.studies.lifecycle import get_study
+from qc.aggregation import label_accuracy
+
+
+def control_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The study config of the control: the same, with every QC rule off."""
+    return {**config, "qc": {**config.get("qc", {}), "rules": []}}
+
+
+def full_items(session: Any, study_id: int, redundancy: int) -> set[str]:
+    """Real items with at least `redundancy` answers from workers QC kept."""
+    excluded = select(StudyWorker.worker_id).where(
+        StudyWorker.study_id == study_id, StudyWorker.excluded_by.is_not(None)
+    )
+    rows = session.execute(
+        select(Item.external_id)
+        .join(Response, Response.item_id == Item.id)
+        .where(
+            Item.study_id == study_id,
+            Item.kind == ItemKind.REAL,
+            Response.worker_id.not_in(excluded),
+        )
+        .group_by(Item.external_id)
+        .having(func.count(Response.id) >= redundancy)
+    )
+    return {str(external_id) for (external_id,) in rows}
+
+
+def first_answers_labels(
+    db: Database, study_id: int, redundancy: int
+) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """The control's labels of every method from each real item's first `redundancy`
+    answers (later ones are deleted: the control's database is the benchmark's own), and
+    the items that had that many."""
+    with db.session() as session:
+        ranked = (
+            select(
+                Response.id,
+                func.row_number()
+                .over(partition_by=Response.item_id, order_by=(Response.created_at, Response.id))
+                .label("n"),
+            )
+            .join(Item, Item.id == Response.item_id)
+            .where(Response.study_id == study_id, Item.kind == ItemKind.REAL)
+            .subquery()
+        )
+        late = select(ranked.c.id).where(ranked.c.n > redundancy)
+        session.execute(delete(Response).where(Response.id.in_(late)))
+        study = get_study(session, study_id)
+        labels.aggregate_study(session, study, filtered=False, methods=labels.METHODS)
+        found = {m: data["labels"] for m, data in labels.stored(session, study_id).items()}
+        full = full_items(session, study_id, redundancy)
+    return found, full
+
+
+def compare(
+    kept: dict[str, dict[str, Any]],
+    kept_full: set[str],
+    control: dict[str, dict[str, Any]],
+    control_full: set[str],
+    truth: dict[str, Any],
+) -> dict[str, dict[str, float | None]]:
+    """Per method, the accuracy of the control's and of QC's labels against the truth, on
+    the items (label keys are "item/question") both label with their full redundancy."""
+    both = kept_full & control_full
+
+    def accuracy(got: dict[str, Any], method: str) -> float | None:
+        return label_accuracy({t: v for t, v in got.items() if t in kept.get(method, {})
+                               and t in control.get(method, {})
+                               and t.rsplit("/", 1)[0] in both}, truth)  # fmt: skip
+
+    return {
+        "accuracy_all": {m: accuracy(got, m) for m, got in control.items()},
+        "accuracy_filtered": {m: accuracy(got, m) for m, got in kept.items()},
+    }
