@@ -75,6 +75,8 @@ _ROUNDS = 6
 _START = 0.7
 # Accuracies are kept off 0 and 1, so one label never decides a posterior outright.
 _CLIP = (0.02, 0.98)
+# A task whose chance level is at least this (every label counts as right) is not judged.
+_ALL_RIGHT = 1 - 1e-9
 # The accuracies a posterior is computed at (midpoints of 400 equal steps).
 _GRID = (np.arange(400) + 0.5) / 400
 _UNIFORM = np.full(len(_GRID), 1 / len(_GRID))
@@ -175,13 +177,15 @@ class CrowdAgreement:
         for block in blocks:
             block.weigh_known(judged_with)
         # Each worker's evidence in answer order, per judged task: (the posterior that their
-        # label is right, the chance a uniform guess would be).
+        # label is right, the chance a uniform guess would be). A task where every label counts
+        # as right (ordinal labels of which only the truth's neighbours have been given yet)
+        # tests nobody: its chance is 1, and a threshold there would be 1 too.
         position = {key: n for n, key in enumerate(order)}
         rows = sorted(
             (position[(block.tasks[block.task[j]], workers[block.worker[j]])],
              block.worker[j], block.near[j], block.chance[j])
             for block in blocks
-            for j in np.flatnonzero(block.judged)
+            for j in np.flatnonzero(block.judged & (block.chance < _ALL_RIGHT))
         )  # fmt: skip
         evidence: dict[int, list[tuple[float, float]]] = {}
         where: dict[int, list[int]] = {}

@@ -85,6 +85,8 @@ def stopped_reading(
     passed) per attention check, in order.
     """
     grid = prior.shape[0]
+    if not reading.any():  # no accuracy would count as reading: the record cannot tell
+        return Verdict(0.0, None, 0)
     # Answer j comes after j answers; a check placed at j comes before it.
     rows = [(j, 1, j) for j in range(loglik.shape[0])]
     rows += [(int(at), 0, c) for c, (at, _) in enumerate(checks)]

@@ -192,3 +192,18 @@ def test_the_recent_window_shows_a_worker_who_stopped_reading() -> None:
 def test_settings_are_checked(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         CrowdAgreement(**kwargs)  # type: ignore[arg-type]
+
+
+def test_tasks_where_every_label_given_counts_as_right_judge_nobody() -> None:
+    # Ratings of which only 3 and 4 have been given: within one of each other, every one is
+    # right, so those tasks say nothing (a chance level of 1 would put the threshold at 1 and
+    # every such worker credibly below it). Once 1 and 5 are given elsewhere, they judge.
+    answers = [(f"t{i}/q", w, 3 + n % 2) for i in range(12) for n, w in enumerate("abc")]
+    model = CrowdAgreement(tolerance=1).fit(answers)
+    assert model.n_ == {}
+    answers += [(f"u{i}/q", w, 1 if w == "d" else 5) for i in range(12) for w in "abcd"]
+    model = CrowdAgreement(tolerance=1).fit(answers)
+    assert model.n_ == {"a": 24, "b": 24, "c": 24, "d": 12}
+    assert all(np.isfinite(model.stopped_reading(w).prob) for w in "abcd")
+    assert model.prob_below("d", model.threshold("d")) > 0.9
+    assert model.prob_below("a", model.threshold("a")) < 0.5

@@ -223,3 +223,14 @@ def test_no_events_no_verdict() -> None:
     )
     assert verdict == drift.Verdict(0.0, None, 0)
     assert verdict.checks_since == (0, 0)
+
+
+def test_a_threshold_no_accuracy_reaches_gives_no_verdict_rather_than_nan() -> None:
+    # Every grid point below the threshold (a record whose chance level is 1): nothing tells a
+    # reader from a guesser, and the posterior must not be 0 / 0 (NaN in stored evidence).
+    grid = 400
+    loglik = np.zeros((4, grid))
+    verdict = drift.stopped_reading(
+        loglik, np.zeros(4), np.full(grid, 1 / grid), np.zeros(grid, dtype=bool), [(1, False)]
+    )
+    assert verdict.prob == 0.0 and verdict.since is None
