@@ -129,6 +129,8 @@ def play(
         import_items(session, study, records)
         open_study(session, study, ["sim"])
         study_id = study.id
+    if control:  # a Redis of its own: its QC jobs, never run, must not reach the next study's
+        settings = replace(settings, redis_url=None)
     settings, embedded = ensure_redis(settings)
     worker = None if control else start_worker(settings)
     pace = None if control or args.round_wait <= 0 else QueuePace(db, args.round_wait)
@@ -180,15 +182,18 @@ def run_scenario(
         by_rule: dict[str, int] = {}
         for rule in excluded_by.values():
             by_rule[str(rule)] = by_rule.get(str(rule), 0) + 1
-        labels.aggregate_study(session, study, filtered=True, methods=labels.METHODS)
-        kept = {m: data["labels"] for m, data in labels.stored(session, study_id).items()}
-        kept_full = full_items(session, study_id, redundancy)
+        if not args.no_control:
+            labels.aggregate_study(session, study, filtered=True, methods=labels.METHODS)
+            kept = {m: data["labels"] for m, data in labels.stored(session, study_id).items()}
+            kept_full = full_items(session, study_id, redundancy)
     db.dispose()
     out.update(accuracy_all={}, accuracy_filtered={}, labelled_items=0, control_seconds=0.0)
     if not args.no_control:
         control = play(hit_type, mix_name, redundancy, args, base, records, control=True)
-        found, control_full = first_answers_labels(control.db, control.study_id, redundancy)
-        control.db.dispose()
+        try:
+            found, control_full = first_answers_labels(control.db, control.study_id, redundancy)
+        finally:
+            control.db.dispose()
         truth = truth_labels(hit_type, records)
         out.update(compare(kept, kept_full, found, control_full, truth))
         out.update(labelled_items=len(kept_full & control_full),
@@ -471,7 +476,26 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
             f" | {kinds['noisy']['excluded']}/{kinds['noisy']['n']}"
             f" | {_count(r['before_stop_median'])} | {_count(r.get('lag_median'))} |"
         )
-    lines += [
+    if any(r["accuracy_all"] for r in results):
+        lines += label_table(results)
+    else:
+        lines += ["", "Labels: not measured (`--no-control`)."]
+    lines += ["", "Exclusions by rule:", ""]
+    for r in results:
+        rules = ", ".join(f"{k}: {v}" for k, v in r["excluded_by"].items()) or "none"
+        lines.append(
+            f"- {r['hit_type']}, {r['mix']}, {r['redundancy']} per item: {rules} "
+            f"({r['responses']} responses, {r['seconds']} s of which {r.get('paced', 0)} s "
+            f"waiting for the queue ({r.get('pace_timeouts', 0)} waits cut short), "
+            f"{r['errors']} errors; {r.get('labelled_items', '?')} real items compared; "
+            f"control {r.get('control_seconds', 0)} s)"
+        )
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def label_table(results: list[dict[str, Any]]) -> list[str]:
+    lines = [
         "",
         "Accuracy of aggregated labels on real items against the truth, without QC (a "
         "control study: the same crowd, seed and items with every rule off, so nobody is "
@@ -492,18 +516,7 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
             cells.append("-" if full is None else f"{full:.3f} → {_fmt3(kept)}")
         lines.append(f"| {r['hit_type']} | {r['mix']} | {r['redundancy']} | " + " | ".join(cells)
                      + " |")  # fmt: skip
-    lines += ["", "Exclusions by rule:", ""]
-    for r in results:
-        rules = ", ".join(f"{k}: {v}" for k, v in r["excluded_by"].items()) or "none"
-        lines.append(
-            f"- {r['hit_type']}, {r['mix']}, {r['redundancy']} per item: {rules} "
-            f"({r['responses']} responses, {r['seconds']} s of which {r.get('paced', 0)} s "
-            f"waiting for the queue ({r.get('pace_timeouts', 0)} waits cut short), "
-            f"{r['errors']} errors; {r.get('labelled_items', '?')} real items compared; "
-            f"control {r.get('control_seconds', 0)} s)"
-        )
-    lines.append(END)
-    return "\n".join(lines)
+    return lines
 
 
 def _fmt3(value: Any) -> str:

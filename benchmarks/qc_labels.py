@@ -1,9 +1,13 @@
 """Label accuracy for the QC benchmark: QC's labels against a control study without QC.
 
 The control is the same crowd (same seed, same items) playing a copy of the study whose rules
-are off (`"qc": {"rules": []}`) and with no `crowd worker` running: nobody is stopped, so the
-bad workers answer all their items, as they would in a study without QC. Its labels are each
-real item's first `redundancy` answers, everyone's. QC's are the answers of the workers QC
+are off (`"qc": {"rules": []}`) and with no `crowd worker` running (and a Redis of its own, so
+its unrun QC jobs reach no other study): nobody is stopped, so the bad workers answer all
+their items, as they would in a study without QC. With no QC refresh, each worker's gold rate
+stays a newcomer's (about 0.6 at the defaults) for the whole study, for every kind of worker
+alike: real items then get fewer answers, and fewer of them reach the redundancy, but the
+kinds answering them are the crowd's mix. Its labels are each real item's first `redundancy`
+answers, everyone's. QC's are the answers of the workers QC
 kept (excluded workers' answers asked for again). Both are compared on the items each labels
 with `redundancy` answers (an item whose excluded workers' answers were not all asked again
 before the crowd ran out of work is unfinished, not a QC label).

@@ -244,9 +244,10 @@ class BoundaryHit(HitType):
     # Firmer than 0.95: a careful boundary reader's guesses, right within one step, swing
     # more than a pick. At 0.95 the gold rule stops about 1 careful worker in 373
     # (benchmarks/qc_tradeoff.py), and QC benchmark runs stopped careful readers by the gold
-    # rule after 9 answers and by below_crowd after 12 (a posterior of 0.959 after 10). At
-    # 0.99 (a benchmark run, 240 careful readers): none stopped, bad workers still stopped
-    # after a median of 7 answers, 34 of 36 drifters (benchmarks/RESULTS.md).
+    # rule after 9 answers and by below_crowd after 12 (careful readers' posterior of being
+    # below the crowd reached 0.959 after 10). With every rule at 0.99 (the tenth QC run,
+    # benchmarks/RESULTS.md): none of 240 careful readers stopped, bad workers stopped after
+    # a median of 8 answers (7 at 0.95), 35 of 36 pasters and 47 of 48 colluders.
     gold_credibility: ClassVar[float] = 0.99
     ordinal_labels: ClassVar[bool] = True
     # A guess is the first sentence a reader calls machine-written: the first-change model

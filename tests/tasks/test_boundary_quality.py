@@ -5,8 +5,15 @@ boundary's; a study's own credibility still wins."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
 from qc.config import parse_qc_config
 from qc.evidence import worker_evidence
+from qc.gold import threshold_from_chance
 from qc.rules import evaluate
 from tasks import get_hit_type
 
@@ -30,6 +37,9 @@ def test_boundary_rules_need_a_posterior_of_099() -> None:
     assert rules["gold_below_threshold"].threshold == 0.99
     assert rules["below_crowd"].threshold == 0.99
     assert rules["attention_failed"].threshold == 0.99
+    # The drift rules look again after every answer, so they stay firmer still.
+    assert rules["stopped_reading"].threshold == pytest.approx(0.998)
+    assert rules["drifted"].threshold == pytest.approx(0.9996)
     for hit_type in ("likert", "comparison", "form"):
         other = parse_qc_config(get_hit_type(hit_type).validate_qc_config(None))
         assert other.gold.credibility == 0.95, hit_type
@@ -42,6 +52,22 @@ def test_a_record_credible_at_095_only_does_not_stop_a_boundary_reader() -> None
     assert 0.95 < below < 0.99
     assert stops(None, rows) == []
     # The study's own setting wins, with the type's threshold kept.
+    own = get_hit_type("boundary").validate_qc_config({"gold": {"credibility": 0.95}})
+    assert own["gold"]["credibility"] == 0.95
+    assert own["gold"]["threshold"] == threshold_from_chance(0.28)
     assert stops({"gold": {"credibility": 0.95}}, rows) == ["gold_below_threshold"]
     # Three more misses make it credible at 0.99 too.
     assert stops(None, gold_rows(right=1, wrong=10)) == ["gold_below_threshold"]
+
+
+def test_a_boundary_study_shows_and_stores_its_credibility(
+    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int]
+) -> None:
+    config: dict[str, Any] = {"annotations_per_item": 2, "attention_rate": 0.0}
+    shown = client.get(f"/api/studies/{make_study(config=config)}", headers=auth).get_json()
+    assert shown["config"]["qc"]["gold"]["credibility"] == 0.99
+    rules = {r["name"]: r for r in shown["config"]["qc"]["rules"]}
+    assert rules["gold_below_threshold"]["threshold"] == 0.99
+    own = {**config, "qc": {"gold": {"credibility": 0.97}}}
+    shown = client.get(f"/api/studies/{make_study(config=own)}", headers=auth).get_json()
+    assert shown["config"]["qc"]["gold"]["credibility"] == 0.97
