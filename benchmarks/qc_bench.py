@@ -47,12 +47,11 @@ from sqlalchemy import func, select
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from qc_labels import compare, control_config, first_answers_labels, full_items  # noqa: E402
+from qc_labels import compare, control_config, first_answers_labels, study_labels  # noqa: E402
 
 from crowd.accounts import authenticate, create_api_key  # noqa: E402
 from crowd.demo import BackgroundServer  # noqa: E402
 from crowd.platforms.publishing import open_study  # noqa: E402
-from crowd.quality import labels  # noqa: E402
 from crowd.quality import standing as quality  # noqa: E402
 from crowd.queue.runner import ensure_redis, run_worker  # noqa: E402
 from crowd.settings import Settings  # noqa: E402
@@ -182,13 +181,9 @@ def run_scenario(
         by_rule: dict[str, int] = {}
         for rule in excluded_by.values():
             by_rule[str(rule)] = by_rule.get(str(rule), 0) + 1
-        if not args.no_control:
-            labels.aggregate_study(session, study, filtered=True, methods=labels.METHODS)
-            kept = {m: data["labels"] for m, data in labels.stored(session, study_id).items()}
-            kept_full = full_items(session, study_id, redundancy)
-    db.dispose()
     out.update(accuracy_all={}, accuracy_filtered={}, labelled_items=0, control_seconds=0.0)
     if not args.no_control:
+        kept, kept_full = study_labels(db, study_id, redundancy, filtered=True)
         control = play(hit_type, mix_name, redundancy, args, base, records, control=True)
         try:
             found, control_full = first_answers_labels(control.db, control.study_id, redundancy)
@@ -196,8 +191,8 @@ def run_scenario(
             control.db.dispose()
         truth = truth_labels(hit_type, records)
         out.update(compare(kept, kept_full, found, control_full, truth))
-        out.update(labelled_items=len(kept_full & control_full),
-                   control_seconds=round(control.seconds, 1))  # fmt: skip
+        out["control_seconds"] = round(control.seconds, 1)
+    db.dispose()
     pace = played.pace
     out.update(
         hit_type=hit_type, mix=mix_name, redundancy=redundancy, errors=len(result.errors),

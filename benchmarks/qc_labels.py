@@ -53,12 +53,23 @@ def full_items(session: Any, study_id: int, redundancy: int) -> set[str]:
     return {str(external_id) for (external_id,) in rows}
 
 
+def study_labels(
+    db: Database, study_id: int, redundancy: int, filtered: bool
+) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """Every method's labels of the study (`filtered`: from the workers QC kept), and the
+    real items with `redundancy` answers from them (`full_items`)."""
+    with db.session() as session:
+        study = get_study(session, study_id)
+        labels.aggregate_study(session, study, filtered=filtered, methods=labels.METHODS)
+        found = {m: data["labels"] for m, data in labels.stored(session, study_id).items()}
+        return found, full_items(session, study_id, redundancy)
+
+
 def first_answers_labels(
     db: Database, study_id: int, redundancy: int
 ) -> tuple[dict[str, dict[str, Any]], set[str]]:
-    """The control's labels of every method from each real item's first `redundancy`
-    answers (later ones are deleted: the control's database is the benchmark's own), and
-    the items that had that many."""
+    """The control's `study_labels` from each real item's first `redundancy` answers (later
+    ones are deleted: the control's database is the benchmark's own)."""
     with db.session() as session:
         ranked = (
             select(
@@ -73,11 +84,7 @@ def first_answers_labels(
         )
         late = select(ranked.c.id).where(ranked.c.n > redundancy)
         session.execute(delete(Response).where(Response.id.in_(late)))
-        study = get_study(session, study_id)
-        labels.aggregate_study(session, study, filtered=False, methods=labels.METHODS)
-        found = {m: data["labels"] for m, data in labels.stored(session, study_id).items()}
-        full = full_items(session, study_id, redundancy)
-    return found, full
+    return study_labels(db, study_id, redundancy, filtered=False)
 
 
 def compare(
@@ -88,7 +95,8 @@ def compare(
     truth: dict[str, Any],
 ) -> dict[str, dict[str, float | None]]:
     """Per method, the accuracy of the control's and of QC's labels against the truth, on
-    the items (label keys are "item/question") both label with their full redundancy."""
+    the items (label keys are "item/question") both label with their full redundancy; and
+    how many items that is."""
     both = kept_full & control_full
 
     def accuracy(got: dict[str, Any], method: str) -> float | None:
@@ -99,4 +107,5 @@ def compare(
     return {
         "accuracy_all": {m: accuracy(got, m) for m, got in control.items()},
         "accuracy_filtered": {m: accuracy(got, m) for m, got in kept.items()},
+        "labelled_items": len(both),
     }
