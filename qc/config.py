@@ -56,7 +56,10 @@ class GoldPolicy:
     worker's gold accuracy; shared_order: serve the unseen gold item most workers answered
     or hold (ties at random), so workers meet the same gold and collusion is tested on
     items whose truth is known; false: any unseen gold item at random (an item every
-    worker meets is easier for a forum to spot).
+    worker meets is easier for a forum to spot); by_difficulty: weigh each gold answer by how
+    much of a reader's skill its item shows, so a hard item most readers miss counts less
+    (`qc.gold.GoldConfidence.fit_items`); chance: a random answer's gold accuracy, which that
+    weighing needs (the HIT type's; None: 0).
     """
 
     threshold: float = 0.5
@@ -67,6 +70,8 @@ class GoldPolicy:
     max_rate: float = 0.75
     prior: tuple[float, float] = (1.0, 1.0)
     shared_order: bool = True
+    by_difficulty: bool = True
+    chance: float | None = None
 
     def __post_init__(self) -> None:
         _check_share("qc.gold.threshold", self.threshold)
@@ -86,6 +91,12 @@ class GoldPolicy:
             raise ValueError("qc.gold.prior must be two positive numbers [alpha, beta]")
         if not isinstance(self.shared_order, bool):
             raise ValueError("qc.gold.shared_order must be true or false")
+        if not isinstance(self.by_difficulty, bool):
+            raise ValueError("qc.gold.by_difficulty must be true or false")
+        if self.chance is not None:
+            _check_share("qc.gold.chance", self.chance)
+            if self.chance >= 1:
+                raise ValueError("qc.gold.chance must be below 1")
 
 
 @dataclass(frozen=True)

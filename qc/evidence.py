@@ -44,9 +44,10 @@ def worker_evidence(
 
     Keys: the metrics of `WorkerSignals`, plus attention_checks, attention_failed,
     attention_fail_prob (P(failure rate > qc.attention.SLIP_RATE); None without checks), gold_n,
-    gold_accuracy (mean raw accuracy; None without gold), gold_mean (posterior mean; the
-    prior's without gold), gold_below_prob (P(accuracy < config.gold.threshold); None
-    without gold), gold_rate (the chance the next item is gold), "evidence" (signal ->
+    gold_accuracy (mean raw accuracy; None without gold), gold_weight (the gold answers' worth
+    in full tests: hard items count less, see qc.gold), gold_mean (posterior mean, unweighed;
+    the prior's without gold), gold_below_prob (P(accuracy < config.gold.threshold), items
+    weighed by difficulty unless config.gold.by_difficulty is false; None without gold), gold_rate (the chance the next item is gold), "evidence" (signal ->
     the latest entries, for display), "evidence_counts" (signal -> entries found), "source"
     ("live" if any row is live, else "imported"; what `live_only` rules look at) and
     "rater_groups" (the sorted groups of the worker's rows). Workers with only training
@@ -64,7 +65,7 @@ def worker_evidence(
     signals = WorkerSignals(config.anomalies).fit(rows)
     policy = config.gold
 
-    gold_results: list[tuple[str, float]] = []
+    gold_results: list[tuple[str, str, float]] = []
     checks: dict[str, int] = {}
     failed: dict[str, int] = {}
     live: set[str] = set()
@@ -76,14 +77,18 @@ def worker_evidence(
         if row.get("rater_group") is not None:
             groups.setdefault(worker, set()).add(str(row["rater_group"]))
         if row["kind"] == "gold" and row.get("gold_accuracy") is not None:
-            gold_results.append((worker, row["gold_accuracy"]))
+            gold_results.append((worker, str(row["item"]), row["gold_accuracy"]))
         elif row["kind"] == "attention":
             checks[worker] = checks.get(worker, 0) + 1
             if row.get("attention_passed") is False:
                 failed[worker] = failed.get(worker, 0) + 1
-    gold = GoldConfidence(prior=policy.prior).fit(gold_results)
+    gold = GoldConfidence(prior=policy.prior, chance=policy.chance)
+    if policy.by_difficulty:
+        gold.fit_items(gold_results)
+    else:
+        gold.fit((worker, accuracy) for worker, _, accuracy in gold_results)
     gold_sum: dict[str, float] = {}
-    for worker, accuracy in gold_results:
+    for worker, _, accuracy in gold_results:
         gold_sum[worker] = gold_sum.get(worker, 0.0) + accuracy
 
     out: dict[str, dict[str, Any]] = {}
@@ -97,6 +102,7 @@ def worker_evidence(
             "attention_fail_prob": fail_prob(failed.get(worker, 0), checks.get(worker, 0)),
             "gold_n": n_gold,
             "gold_accuracy": gold_sum[worker] / n_gold if n_gold else None,
+            "gold_weight": round(gold.weight(worker), 4),
             "gold_mean": gold.mean(worker),
             "gold_below_prob": gold.prob_below(worker, policy.threshold) if n_gold else None,
             "evidence": signals.signals_[worker],

@@ -4,6 +4,13 @@ A worker's gold accuracy gets a Beta posterior, so a decision waits until the ev
 credible instead of firing on one unlucky item; the same posterior sets how often gold is
 served (gold tapers for workers credibly above "trusted", in the spirit of CrowdFlower's
 adaptive test-question rates); and items on which trusted workers agree can become gold.
+
+A gold item most readers miss is no full test: missing it is what a reader does too. Weighed
+by difficulty (`GoldConfidence.fit_items`), a worker right with p on a typical gold item is
+right on item g with c + (p - c) s_g, c being a random answer's accuracy and s_g in [0, 1] how
+much of a reader's skill g shows (the readers' accuracy on g against their accuracy on all
+gold, as `qc.agreement` weighs known answers against the crowd). With every s_g = 1 this is
+the Beta posterior above.
 """
 
 from __future__ import annotations
@@ -13,14 +20,18 @@ from collections import Counter
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
 from scipy import stats
 
+from qc.agreement import DIFFICULTY_PRIOR
 from qc.config import GoldPolicy
 
 # Where a HIT type's gold threshold sits between a random answer's accuracy (0) and a perfect
 # one (1): far enough above chance that a random clicker is credibly below it after a few gold
 # items, low enough that careful workers (well above it) are never judged by bad luck.
 GOLD_MARGIN = 0.25
+# The accuracies a difficulty-weighed posterior is computed at (midpoints of equal steps).
+_GRID = (np.arange(1000) + 0.5) / 1000
 
 
 def threshold_from_chance(chance: float, margin: float = GOLD_MARGIN) -> float:
@@ -58,16 +69,25 @@ class GoldConfidence:
         (3.0, 2.0, 3)
         >>> model.mean("a"), round(model.prob_below("b", 0.5), 2)
         (0.6, 0.75)
+
+    `fit_items` weighs each answer by its item's difficulty; `chance` is then a random
+    answer's accuracy (None: 0), and `shows_` gives per worker the rows (accuracy, s).
     """
 
     prior: tuple[float, float] = (1.0, 1.0)
+    chance: float | None = None
     alpha_: dict[str, float] = field(default_factory=dict, init=False)
     beta_: dict[str, float] = field(default_factory=dict, init=False)
     n_: dict[str, int] = field(default_factory=dict, init=False)
+    shows_: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.prior = tuple(self.prior)  # type: ignore[assignment]
         _check_prior(self.prior)
+        if self.chance is not None:
+            _check_unit("chance", self.chance)
+            if self.chance >= 1:
+                raise ValueError(f"chance must be below 1, got {self.chance!r}")
 
     def fit(self, results: Iterable[tuple[str, float]]) -> GoldConfidence:
         alpha0, beta0 = self.prior
@@ -88,7 +108,52 @@ class GoldConfidence:
             beta[worker] = beta.get(worker, float(beta0)) + 1 - accuracy
             n[worker] = n.get(worker, 0) + 1
         self.alpha_, self.beta_, self.n_ = alpha, beta, n
+        self.shows_ = {}
         return self
+
+    def fit_items(self, results: Iterable[tuple[str, Hashable, float]]) -> GoldConfidence:
+        """`fit` from (worker, item, accuracy) triples, with each answer weighed by how much of
+        a reader's skill its item shows: s = (r_g - c) / (r - c) in [0, 1], r_g being the
+        readers' accuracy on the item (the answer's own worker left out, shrunk towards r by
+        DIFFICULTY_PRIOR readers' worth) and r theirs over all gold. Readers weigh by how far
+        their posterior mean is above chance, so guessers do not make an item look hard.
+
+        >>> easy = [(w, "easy", 1.0) for w in "abcdef"]
+        >>> hard = [(w, "hard", float(w in "ab")) for w in "abcdef"]
+        >>> model = GoldConfidence(chance=0.25).fit_items(easy + hard)
+        >>> [round(float(s), 2) for s in model.shows_["c"][:, 1]]  # the hard item counts less
+        [1.0, 0.37]
+        >>> round(model.weight("c"), 2), model.n_["c"]
+        (1.37, 2)
+        """
+        results = list(results)
+        self.fit((worker, accuracy) for worker, _, accuracy in results)
+        c = 0.0 if self.chance is None else self.chance
+        reader = {w: min(max((self.mean(w) - c) / (1 - c), 0.0), 1.0) for w in self.n_}
+        weights: dict[Hashable, float] = {}
+        rights: dict[Hashable, float] = {}
+        for worker, item, accuracy in results:
+            weights[item] = weights.get(item, 0.0) + reader[worker]
+            rights[item] = rights.get(item, 0.0) + reader[worker] * accuracy
+        total = sum(weights.values())
+        overall = sum(rights.values()) / total if total > 0 else None
+        rows: dict[str, list[tuple[float, float]]] = {}
+        for worker, item, accuracy in results:
+            shows = 1.0
+            if overall is not None and overall > c:
+                own = reader[worker]
+                on_item = (rights[item] - own * accuracy + DIFFICULTY_PRIOR * overall) / (
+                    weights[item] - own + DIFFICULTY_PRIOR
+                )
+                shows = min(max((on_item - c) / (overall - c), 0.0), 1.0)
+            rows.setdefault(worker, []).append((float(accuracy), shows))
+        self.shows_ = {worker: np.array(found) for worker, found in rows.items()}
+        return self
+
+    def weight(self, worker: str) -> float:
+        """The worker's gold answers' worth in full tests (their count, unweighed)."""
+        shows = self.shows_.get(worker)
+        return float(shows[:, 1].sum()) if shows is not None else float(self.n_.get(worker, 0))
 
     def fit_predict(
         self,
@@ -110,10 +175,21 @@ class GoldConfidence:
         return alpha / (alpha + beta)
 
     def prob_below(self, worker: str, threshold: float) -> float:
-        """P(accuracy < threshold): the posterior Beta CDF at `threshold`."""
+        """P(accuracy < threshold): the posterior Beta CDF at `threshold`, or, where
+        `fit_items` found items that show less than a full test, the posterior on a grid."""
         _check_unit("threshold", threshold)
-        alpha, beta = self.posterior(worker)
-        return float(stats.beta.cdf(threshold, alpha, beta))
+        shows = self.shows_.get(worker)
+        if shows is None or bool((shows[:, 1] >= 1).all()):
+            alpha, beta = self.posterior(worker)
+            return float(stats.beta.cdf(threshold, alpha, beta))
+        c = 0.0 if self.chance is None else self.chance
+        alpha0, beta0 = self.prior
+        right = c + (_GRID[:, None] - c) * shows[:, 1]
+        accuracy = shows[:, 0]
+        loglik = (accuracy * np.log(right) + (1 - accuracy) * np.log(1 - right)).sum(axis=1)
+        loglik += (alpha0 - 1) * np.log(_GRID) + (beta0 - 1) * np.log(1 - _GRID)
+        post = np.exp(loglik - loglik.max())
+        return float(post[_GRID < threshold].sum() / post.sum())
 
     def credible_interval(self, worker: str, level: float = 0.95) -> tuple[float, float]:
         """The equal-tailed interval holding `level` of the posterior."""

@@ -45,6 +45,7 @@ METRICS: tuple[str, ...] = (
     "attention_fail_prob",
     "gold_n",
     "gold_accuracy",
+    "gold_weight",
     "gold_mean",
     "gold_below_prob",
     "gold_rate",
@@ -325,8 +326,9 @@ _PHRASES: dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, Any]], str]]] 
     "gold_below_prob": (
         ("gold_n", "gold_accuracy"),
         lambda e: (
-            f"gold accuracy {_pct(e['gold_accuracy'])} on {e['gold_n']} gold items; "
-            f"probability it is below the threshold {e['gold_below_prob']:.2f}"
+            f"gold accuracy {_pct(e['gold_accuracy'])} on {e['gold_n']} gold items"
+            + _worth(e)
+            + f"; probability it is below the threshold {e['gold_below_prob']:.2f}"
         ),
     ),
     "constant_share": (
@@ -388,6 +390,18 @@ _PHRASES: dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, Any]], str]]] 
 }
 
 
+# Figures a reason gives where it has them (evidence from before they were kept has not).
+_ALSO: dict[str, tuple[str, ...]] = {"gold_below_prob": ("gold_weight",)}
+
+
+def _worth(e: Mapping[str, Any]) -> str:
+    """What hard gold items were worth, where they were worth less than full tests."""
+    weight = e.get("gold_weight")
+    if weight is None or weight >= e["gold_n"] - 0.05:
+        return ""
+    return f" (worth {weight:.1f} full tests: hard items count less)"
+
+
 def _reason(rule: Rule, values: Mapping[str, Any]) -> str:
     context, phrase = _PHRASES.get(rule.metric, ((), None))
     text = f"{rule.metric} is {values[rule.metric]}"
@@ -422,7 +436,7 @@ def evaluate(evidence: Mapping[str, Mapping[str, Any]], rules: Sequence[Rule]) -
             if value is None or not OPS[rule.op](value, rule.threshold):
                 continue
             context = _PHRASES.get(rule.metric, ((), None))[0]
-            used = [rule.metric, *rule.min_evidence, *context]
+            used = [rule.metric, *rule.min_evidence, *context, *_ALSO.get(rule.metric, ())]
             values = {key: metrics.get(key) for key in dict.fromkeys(used)}
             decisions.append(
                 Decision(str(worker), rule.name, rule.action, _reason(rule, values), values)

@@ -160,15 +160,19 @@ class HitType(ABC):
                             extra=extra, qc=qc, worker_page=page)  # fmt: skip
 
     def validate_qc_config(self, raw: Any) -> dict[str, Any]:
-        """The study's QC settings, completed with defaults (the gold threshold and
-        credibility and the early crowd rule's answers are the type's)."""
+        """The study's QC settings, completed with defaults (the gold threshold, credibility
+        and chance and the early crowd rule's answers are the type's)."""
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
             raise InvalidConfig("must be an object of QC settings (gold, qualification, ...)", "qc")
         gold = raw.get("gold")
         if gold is None or isinstance(gold, Mapping):
-            defaults = {"threshold": self.gold_threshold, "credibility": self.gold_credibility}
+            defaults = {
+                "threshold": self.gold_threshold,
+                "credibility": self.gold_credibility,
+                "chance": self.gold_chance,
+            }
             raw = {**raw, "gold": {**defaults, **(gold or {})}}
         crowd = raw.get("crowd")
         if self.crowd_early_answers is not None and (crowd is None or isinstance(crowd, Mapping)):

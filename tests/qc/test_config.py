@@ -82,6 +82,8 @@ def test_round_trip() -> None:
             "min_rate": 0.1,
             "max_rate": 0.3,
             "shared_order": False,
+            "by_difficulty": False,
+            "chance": 0.25,
         },
         "qualification": {"min_accuracy": 0.9},
         "anomalies": {"paste_share": 0.8, "min_explanation_chars": 20},
@@ -91,6 +93,7 @@ def test_round_trip() -> None:
     as_json = config.to_json()
     assert as_json["gold"]["prior"] == [2, 3]
     assert as_json["gold"]["shared_order"] is False
+    assert (as_json["gold"]["by_difficulty"], as_json["gold"]["chance"]) == (False, 0.25)
     assert as_json["qualification"] == {"min_accuracy": 0.9}
     assert parse_qc_config(as_json) == config
     assert parse_qc_config(parse_qc_config(None).to_json()) == parse_qc_config(None)
@@ -119,6 +122,10 @@ def test_round_trip() -> None:
         ({"gold": {"prior": 1}}, r"qc.gold.prior must be two positive numbers"),
         ({"gold": {"thresold": 0.5}}, "qc.gold.thresold is not a setting"),
         ({"gold": {"shared_order": "yes"}}, "qc.gold.shared_order must be true or false"),
+        ({"gold": {"by_difficulty": 1}}, "qc.gold.by_difficulty must be true or false"),
+        ({"gold": {"chance": 1}}, "qc.gold.chance must be below 1"),
+        ({"gold": {"chance": -0.2}}, "qc.gold.chance must be a number between 0 and 1"),
+        ({"gold": {"chance": "0.25"}}, "qc.gold.chance must be a number between 0 and 1"),
         ({"gold": [0.5]}, "qc.gold must be an object"),
         (
             {"qualification": {"min_accuracy": 2}},
