@@ -47,8 +47,9 @@ def worker_evidence(
     gold_accuracy (mean raw accuracy; None without gold), gold_weight (the gold answers' worth
     in full tests: hard items count less, see qc.gold), gold_mean (posterior mean, unweighed;
     the prior's without gold), gold_below_prob (P(accuracy < config.gold.threshold), items
-    weighed by difficulty unless config.gold.by_difficulty is false; None without gold), gold_rate (the chance the next item is gold), "evidence" (signal ->
-    the latest entries, for display), "evidence_counts" (signal -> entries found), "source"
+    weighed by difficulty unless config.gold.by_difficulty is false; None without gold),
+    gold_rate (the chance the next item is gold), "evidence" (signal -> the latest entries,
+    for display), "evidence_counts" (signal -> entries found), "source"
     ("live" if any row is live, else "imported"; what `live_only` rules look at) and
     "rater_groups" (the sorted groups of the worker's rows). Workers with only training
     rows appear with 0 responses. `crowd` (worker -> the metrics of `crowd_evidence`) adds

@@ -189,7 +189,7 @@ class GoldConfidence:
         loglik = (accuracy * np.log(right) + (1 - accuracy) * np.log(1 - right)).sum(axis=1)
         loglik += (alpha0 - 1) * np.log(_GRID) + (beta0 - 1) * np.log(1 - _GRID)
         post = np.exp(loglik - loglik.max())
-        return float(post[_GRID < threshold].sum() / post.sum())
+        return float(post[_GRID < threshold].sum() / post.sum())  # noqa: SIM300 (grid points)
 
     def credible_interval(self, worker: str, level: float = 0.95) -> tuple[float, float]:
         """The equal-tailed interval holding `level` of the posterior."""
