@@ -272,8 +272,57 @@ def gold_results_of(
     session: Session, worker_ids: Collection[int], study: Study
 ) -> dict[int, list[float]]:
     """`gold_results` of several workers (by worker id; none for a worker without gold)."""
-    found = session.execute(
-        select(Response.worker_id, Response.qc_flags)
+    out: dict[int, list[float]] = {}
+    for worker_id, _, accuracy in _gold_answers(session, study, workers=worker_ids):
+        out.setdefault(worker_id, []).append(accuracy)
+    return out
+
+
+def _gold_answers(
+    session: Session,
+    study: Study,
+    *,
+    workers: Collection[int] | None = None,
+    studies: Collection[int] | None = None,
+) -> list[tuple[int, int, float]]:
+    """Scored gold answers (worker id, item id, accuracy) in the experimenter's studies of
+    the study's HIT type, of `workers` or in `studies`, in answer order."""
+    query = (
+        select(Response.worker_id, Response.item_id, Response.qc_flags)
+        .join(Item, Item.id == Response.item_id)
+        .join(Study, Study.id == Response.study_id)
+        .where(
+            Study.hit_type == study.hit_type,
+            Study.experimenter_id == study.experimenter_id,
+            Item.kind == ItemKind.GOLD,
+        )
+        .order_by(Response.id)
+    )
+    if workers is not None:
+        query = query.where(Response.worker_id.in_(sorted(set(workers))))
+    if studies is not None:
+        query = query.where(Response.study_id.in_(sorted(set(studies))))
+    return [
+        (worker_id, item_id, float(flags["gold_accuracy"]))
+        for worker_id, item_id, flags in session.execute(query).all()
+        if flags.get("gold_accuracy") is not None
+    ]
+
+
+def pooled_gold(
+    session: Session, worker_ids: Collection[int], study: Study, config: QcConfig
+) -> GoldConfidence:
+    """The gold confidence of `worker_ids` (keyed by worker id as text), pooled over the
+    experimenter's studies of the HIT type.
+
+    With config.gold.by_difficulty, each answer is weighed by how much of a reader's skill
+    its item shows (qc.gold.GoldConfidence.fit_items), read off every gold answer in the
+    studies where these workers met gold: an item's difficulty needs its other readers, and
+    "hard" means hard against the rest of the gold they met.
+    """
+    model = GoldConfidence(prior=config.gold.prior, chance=config.gold.chance)
+    own = session.scalars(
+        select(Response.study_id)
         .join(Item, Item.id == Response.item_id)
         .join(Study, Study.id == Response.study_id)
         .where(
@@ -282,13 +331,13 @@ def gold_results_of(
             Study.experimenter_id == study.experimenter_id,
             Item.kind == ItemKind.GOLD,
         )
-        .order_by(Response.id)
+        .distinct()
     ).all()
-    out: dict[int, list[float]] = {}
-    for worker_id, flags in found:
-        if flags.get("gold_accuracy") is not None:
-            out.setdefault(worker_id, []).append(float(flags["gold_accuracy"]))
-    return out
+    if not config.gold.by_difficulty or not own:
+        found = _gold_answers(session, study, workers=worker_ids)
+        return model.fit((str(worker), accuracy) for worker, _, accuracy in found)
+    found = _gold_answers(session, study, studies=own)
+    return model.fit_items((str(worker), item, accuracy) for worker, item, accuracy in found)
 
 
 def gold_confidence(results: list[float], config: QcConfig) -> GoldConfidence:
@@ -382,11 +431,11 @@ def refresh_standings(
     }
     rows = standings(session, study.id, {*worker_ids, *partners})
     evidence_of = worker_evidence(qc_rows(session, study, rows.keys()), config, crowd)
-    gold_of = gold_results_of(session, rows.keys(), study)
+    gold = pooled_gold(session, rows.keys(), study, config)
     for worker_id, row in rows.items():
         evidence = evidence_of.get(str(worker_id))
         if evidence is not None:
-            _judge(session, study, row, evidence, gold_of.get(worker_id, []), config)
+            _judge(session, study, row, evidence, gold, config)
     return rows
 
 
@@ -475,29 +524,24 @@ def _judge(
     study: Study,
     row: StudyWorker,
     evidence: dict[str, Any],
-    gold: list[float],
+    pooled: GoldConfidence,
     config: QcConfig,
 ) -> None:
-    """Store the worker's evidence (gold pooled over the HIT type's studies) and let the
-    rules act on it."""
+    """Store the worker's evidence (gold pooled over the HIT type's studies, `pooled_gold`)
+    and let the rules act on it."""
     worker_id = row.worker_id
     was_excluded = row.excluded_by is not None
-    pooled = gold_confidence(gold, config)
-    if pooled.n_.get("w"):
+    key = str(worker_id)
+    if pooled.n_.get(key):
+        alpha, beta = pooled.posterior(key)
         evidence = {
             **evidence,
-            "gold_n": pooled.n_["w"],
-            "gold_mean": round(pooled.mean("w"), 4),
-            "gold_below_prob": round(pooled.prob_below("w", config.gold.threshold), 4),
-            "gold_rate": round(
-                gold_rate(
-                    pooled.alpha_["w"],
-                    pooled.beta_["w"],
-                    config.gold,
-                    crowd_doubt(evidence),
-                ),
-                4,
-            ),  # fmt: skip
+            "gold_n": pooled.n_[key],
+            "gold_accuracy": round((alpha - config.gold.prior[0]) / pooled.n_[key], 4),
+            "gold_weight": round(pooled.weight(key), 4),
+            "gold_mean": round(pooled.mean(key), 4),
+            "gold_below_prob": round(pooled.prob_below(key, config.gold.threshold), 4),
+            "gold_rate": round(gold_rate(alpha, beta, config.gold, crowd_doubt(evidence)), 4),
         }
     decisions = evaluate({str(worker_id): evidence}, config.rules)
     row.evidence = _jsonable(evidence)
