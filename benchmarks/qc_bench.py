@@ -29,6 +29,7 @@ import math
 import os
 import platform
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -108,6 +109,7 @@ class Played:
     result: Any  # qc_crowd.BenchResult
     seconds: float
     pace: QueuePace | None
+    data_dir: Path
 
 
 def play(
@@ -148,7 +150,7 @@ def play(
             worker.kill()
         if embedded is not None:
             embedded.stop()
-    return Played(db, study_id, result, time.perf_counter() - started, pace)
+    return Played(db, study_id, result, time.perf_counter() - started, pace, data_dir)
 
 
 def run_scenario(
@@ -189,10 +191,13 @@ def run_scenario(
             found, control_full = first_answers_labels(control.db, control.study_id, redundancy)
         finally:
             control.db.dispose()
+            shutil.rmtree(control.data_dir, ignore_errors=True)
         truth = truth_labels(hit_type, records)
         out.update(compare(kept, kept_full, found, control_full, truth))
         out["control_seconds"] = round(control.seconds, 1)
     db.dispose()
+    if not args.dump:  # a dump names the database, for qc_replay.py
+        shutil.rmtree(played.data_dir, ignore_errors=True)
     pace = played.pace
     out.update(
         hit_type=hit_type, mix=mix_name, redundancy=redundancy, errors=len(result.errors),
@@ -546,7 +551,8 @@ def main() -> None:
         "--add-runs",
         help="a --runs-file of earlier runs (same settings) whose rows join this run's table",
     )
-    parser.add_argument("--dump", help="folder for each study's per-worker evidence (JSON)")
+    parser.add_argument("--dump", help="folder for each study's per-worker evidence (JSON); "
+                        "the studies' databases are then kept in /tmp for qc_replay.py")
     parser.add_argument("--round-wait", type=float, default=30.0,
                         help="most seconds to wait between rounds for the queue to catch up "
                              "(0: do not wait)")  # fmt: skip
