@@ -15,7 +15,8 @@ production). Then we measure:
 - items a bad worker answered before QC stopped them (for drifters: after they drifted);
 - the accuracy of aggregated labels on real items against the truth, for every method, with
   QC (the answers of the workers it kept) and without (a control study the same crowd plays
-  with every rule off: `benchmarks/qc_labels.py`; `--no-control` skips it).
+  with every rule off and no gold or checks: `benchmarks/qc_labels.py`; `--no-control` skips
+  it).
 
 Run: `.venv/bin/python benchmarks/qc_bench.py` (or `make bench-qc`); the results block in
 benchmarks/RESULTS.md is rewritten. `--types`, `--redundancy` and `--mixes` run a part.
@@ -117,7 +118,7 @@ def play(
     records: list[dict[str, Any]], control: bool = False,
 ) -> Played:  # fmt: skip
     """The crowd plays a study of `records`: with a live QC worker, or for the `control`
-    with every rule off and no worker (qc_labels)."""
+    with every rule off, no gold or checks and no worker (qc_labels)."""
     data_dir = Path(tempfile.mkdtemp(prefix=f"qc-bench-{hit_type}-"))
     settings = replace(base, data_dir=data_dir, database_url=f"sqlite:///{data_dir / 'c.db'}")
     db = Database(settings.database_url)
@@ -498,12 +499,13 @@ def label_table(results: list[dict[str, Any]]) -> list[str]:
     lines = [
         "",
         "Accuracy of aggregated labels on real items against the truth, without QC (a "
-        "control study: the same crowd, seed and items with every rule off, so nobody is "
-        "stopped; each item's first answers up to the redundancy, everyone's) and after the "
-        "arrow with QC (the answers of the workers QC kept, excluded workers' answers asked "
-        "for again), at equal redundancy: on the items both label with that many answers (an "
-        "item the crowd ran out of work before answering again is unfinished; the exclusions "
-        "list below counts the items compared per row; `benchmarks/qc_labels.py`):",
+        "control study: the same crowd, seed and items with every rule off and no gold or "
+        "attention checks served, so nobody is stopped; each item's first answers up to the "
+        "redundancy, everyone's) and after the arrow with QC (the answers of the workers QC "
+        "kept, excluded workers' answers asked for again), at equal redundancy: on the items "
+        "both label with that many answers (an item the crowd ran out of work before answering "
+        "again is unfinished; the exclusions list below counts the items compared per row; "
+        "`benchmarks/qc_labels.py`):",
         "",
         "| HIT type | mix | answers per item | " + " | ".join(METHOD_NAMES.values()) + " |",
         "|---|---|---|" + "---|" * len(METHOD_NAMES),

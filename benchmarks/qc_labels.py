@@ -1,18 +1,19 @@
 """Label accuracy for the QC benchmark: QC's labels against a control study without QC.
 
 The control is the same crowd (same seed, same items) playing a copy of the study whose rules
-are off (`"qc": {"rules": []}`) and with no `crowd worker` running (and a Redis of its own, so
-its unrun QC jobs reach no other study): nobody is stopped, so the bad workers answer all
-their items, as they would in a study without QC. With no QC refresh, each worker's gold rate
-stays a newcomer's (about 0.6 at the defaults) for the whole study, for every kind of worker
-alike: real items then get fewer answers, and fewer of them reach the redundancy, but the
-kinds answering them are the crowd's mix. Its labels are each real item's first `redundancy`
-answers, everyone's. QC's are the answers of the workers QC
+are off (`"qc": {"rules": []}`), that serves no gold items and no attention checks (a gold
+rate of 0, an attention rate of 0), and with no `crowd worker` running (and a Redis of its
+own, so its unrun QC jobs reach no other study): nobody is stopped, so the bad workers answer
+all their items, all of them real, as they would in a study without QC. Its labels are each
+real item's first `redundancy` answers, everyone's. QC's are the answers of the workers QC
 kept (excluded workers' answers asked for again). Both are compared on the items each labels
 with `redundancy` answers (an item whose excluded workers' answers were not all asked again
 before the crowd ran out of work is unfinished, not a QC label).
 
-Until 2026-11-28 the arm without QC was the QC study's own first answers: it held the bad
+Until 2026-11-29 the control served gold and checks as the QC study does; with no QC refresh
+its gold rate stayed a newcomer's (about 0.6) for the whole study, so few of its items reached
+15 answers (19 to 27 compared in a comparison study), and one item's luck moved a cell by
+0.04. Until 2026-11-28 the arm without QC was the QC study's own first answers: it held the bad
 workers' answers only up to their stop (about 10 answers, mostly gold and checks), so it
 measured little of what QC saves a study (benchmarks/RESULTS.md, ninth look).
 """
@@ -30,8 +31,11 @@ from qc.aggregation import label_accuracy
 
 
 def control_config(config: dict[str, Any]) -> dict[str, Any]:
-    """The study config of the control: the same, with every QC rule off."""
-    return {**config, "qc": {**config.get("qc", {}), "rules": []}}
+    """The study config of the control: the same, with every QC rule off and neither gold
+    items nor attention checks served."""
+    qc = config.get("qc", {})
+    gold = {**qc.get("gold", {}), "min_rate": 0.0, "max_rate": 0.0}
+    return {**config, "attention_rate": 0.0, "qc": {**qc, "rules": [], "gold": gold}}
 
 
 def full_items(session: Any, study_id: int, redundancy: int) -> set[str]:
