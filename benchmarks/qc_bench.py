@@ -554,7 +554,7 @@ def main() -> None:
         help="a --runs-file of earlier runs (same settings) whose rows join this run's table",
     )
     parser.add_argument("--dump", help="folder for each study's per-worker evidence (JSON); "
-                        "the studies' databases are then kept in /tmp for qc_replay.py")
+                        "the databases are then kept in /tmp for qc_replay.py")  # fmt: skip
     parser.add_argument("--round-wait", type=float, default=30.0,
                         help="most seconds to wait between rounds for the queue to catch up "
                              "(0: do not wait)")  # fmt: skip

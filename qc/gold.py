@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
+from scipy.special import xlogy
 
 from qc.agreement import DIFFICULTY_PRIOR
 from qc.config import GoldPolicy
@@ -118,13 +119,13 @@ class GoldConfidence:
         DIFFICULTY_PRIOR readers' worth) and r theirs over all gold. Readers weigh by how far
         their posterior mean is above chance, so guessers do not make an item look hard.
 
-        >>> easy = [(w, "easy", 1.0) for w in "abcdef"]
-        >>> hard = [(w, "hard", float(w in "ab")) for w in "abcdef"]
+        >>> easy = [(w, "easy", 1.0) for w in "abcdefghijkl"]
+        >>> hard = [(w, "hard", float(w in "ab")) for w in "abcdefghijkl"]
         >>> model = GoldConfidence(chance=0.25).fit_items(easy + hard)
         >>> [round(float(s), 2) for s in model.shows_["c"][:, 1]]  # the hard item counts less
-        [1.0, 0.37]
+        [1.0, 0.5]
         >>> round(model.weight("c"), 2), model.n_["c"]
-        (1.37, 2)
+        (1.5, 2)
         """
         results = list(results)
         self.fit((worker, accuracy) for worker, _, accuracy in results)
@@ -132,18 +133,24 @@ class GoldConfidence:
         reader = {w: min(max((self.mean(w) - c) / (1 - c), 0.0), 1.0) for w in self.n_}
         weights: dict[Hashable, float] = {}
         rights: dict[Hashable, float] = {}
+        # Each worker's own share of an item's figures, left out when judging them there (all
+        # of it, should they have answered the item more than once).
+        own: dict[tuple[str, Hashable], tuple[float, float]] = {}
         for worker, item, accuracy in results:
-            weights[item] = weights.get(item, 0.0) + reader[worker]
-            rights[item] = rights.get(item, 0.0) + reader[worker] * accuracy
+            weight = reader[worker]
+            weights[item] = weights.get(item, 0.0) + weight
+            rights[item] = rights.get(item, 0.0) + weight * accuracy
+            mine = own.get((worker, item), (0.0, 0.0))
+            own[(worker, item)] = (mine[0] + weight, mine[1] + weight * accuracy)
         total = sum(weights.values())
         overall = sum(rights.values()) / total if total > 0 else None
         rows: dict[str, list[tuple[float, float]]] = {}
         for worker, item, accuracy in results:
             shows = 1.0
             if overall is not None and overall > c:
-                own = reader[worker]
-                on_item = (rights[item] - own * accuracy + DIFFICULTY_PRIOR * overall) / (
-                    weights[item] - own + DIFFICULTY_PRIOR
+                mine_w, mine_r = own[(worker, item)]
+                on_item = (rights[item] - mine_r + DIFFICULTY_PRIOR * overall) / (
+                    weights[item] - mine_w + DIFFICULTY_PRIOR
                 )
                 shows = min(max((on_item - c) / (overall - c), 0.0), 1.0)
             rows.setdefault(worker, []).append((float(accuracy), shows))
@@ -184,12 +191,14 @@ class GoldConfidence:
             return float(stats.beta.cdf(threshold, alpha, beta))
         c = 0.0 if self.chance is None else self.chance
         alpha0, beta0 = self.prior
-        right = c + (_GRID[:, None] - c) * shows[:, 1]
+        grid = _GRID
+        right = c + (grid[:, None] - c) * shows[:, 1]
         accuracy = shows[:, 0]
-        loglik = (accuracy * np.log(right) + (1 - accuracy) * np.log(1 - right)).sum(axis=1)
-        loglik += (alpha0 - 1) * np.log(_GRID) + (beta0 - 1) * np.log(1 - _GRID)
+        # xlogy: a term whose weight is 0 is 0, even where its probability is 0.
+        loglik = (xlogy(accuracy, right) + xlogy(1 - accuracy, 1 - right)).sum(axis=1)
+        loglik += xlogy(alpha0 - 1, grid) + xlogy(beta0 - 1, 1 - grid)
         post = np.exp(loglik - loglik.max())
-        return float(post[_GRID < threshold].sum() / post.sum())  # noqa: SIM300 (grid points)
+        return float(post[grid < threshold].sum() / post.sum())
 
     def credible_interval(self, worker: str, level: float = 0.95) -> tuple[float, float]:
         """The equal-tailed interval holding `level` of the posterior."""
@@ -227,7 +236,9 @@ def gold_rate(
     credibly above `trusted` taper to min_rate. After it, doubt is the larger of crowd_doubt
     and P(gold accuracy < threshold): a worker the crowd vouches for does real work, one it
     doubts meets gold (each a full test) until the rules can decide, and one whose gold
-    answers are poor keeps meeting gold whatever the crowd says.
+    answers are poor keeps meeting gold whatever the crowd says. The posterior here counts
+    every gold answer in full, where the gold rule weighs them by difficulty (`fit_items`):
+    a worker whose misses were on hard items meets more gold, which settles their case.
 
     >>> policy = GoldPolicy()
     >>> round(gold_rate(1, 1, policy), 3), round(gold_rate(21, 1, policy), 3)

@@ -27,10 +27,15 @@ from tasks import get_hit_type
 
 
 def study_qc(study: Study) -> QcConfig:
-    """The study's QC settings (a study created before QC settings existed gets defaults)."""
+    """The study's QC settings (a study created before QC settings existed gets defaults; one
+    created before gold knew its chance level gets its HIT type's)."""
     raw = study.config.get("qc")
+    hit = get_hit_type(study.hit_type)
     if not raw:
-        raw = get_hit_type(study.hit_type).validate_qc_config(None)
+        raw = hit.validate_qc_config(None)
+    gold = raw.get("gold")
+    if isinstance(gold, dict) and "chance" not in gold:
+        raw = {**raw, "gold": {**gold, "chance": hit.gold_chance}}
     return _parsed_qc(json.dumps(raw, sort_keys=True))
 
 

@@ -14,7 +14,7 @@ import random
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import case, insert, null, select, true
+from sqlalchemy import Select, case, insert, null, select, true
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -283,7 +283,7 @@ def _gold_answers(
     study: Study,
     *,
     workers: Collection[int] | None = None,
-    studies: Collection[int] | None = None,
+    studies: Select[int] | None = None,
 ) -> list[tuple[int, int, float]]:
     """Scored gold answers (worker id, item id, accuracy) in the experimenter's studies of
     the study's HIT type, of `workers` or in `studies`, in answer order."""
@@ -301,7 +301,7 @@ def _gold_answers(
     if workers is not None:
         query = query.where(Response.worker_id.in_(sorted(set(workers))))
     if studies is not None:
-        query = query.where(Response.study_id.in_(sorted(set(studies))))
+        query = query.where(Response.study_id.in_(studies))
     return [
         (worker_id, item_id, float(flags["gold_accuracy"]))
         for worker_id, item_id, flags in session.execute(query).all()
@@ -321,22 +321,17 @@ def pooled_gold(
     "hard" means hard against the rest of the gold they met.
     """
     model = GoldConfidence(prior=config.gold.prior, chance=config.gold.chance)
-    own = session.scalars(
-        select(Response.study_id)
-        .join(Item, Item.id == Response.item_id)
-        .join(Study, Study.id == Response.study_id)
-        .where(
-            Response.worker_id.in_(sorted(set(worker_ids))),
-            Study.hit_type == study.hit_type,
-            Study.experimenter_id == study.experimenter_id,
-            Item.kind == ItemKind.GOLD,
-        )
-        .distinct()
-    ).all()
-    if not config.gold.by_difficulty or not own:
+    if not config.gold.by_difficulty:
         found = _gold_answers(session, study, workers=worker_ids)
         return model.fit((str(worker), accuracy) for worker, _, accuracy in found)
-    found = _gold_answers(session, study, studies=own)
+    # The studies where these workers met gold, as a subquery of the answers' query.
+    met = (
+        select(Response.study_id)
+        .join(Item, Item.id == Response.item_id)
+        .where(Response.worker_id.in_(sorted(set(worker_ids))), Item.kind == ItemKind.GOLD)
+        .distinct()
+    )
+    found = _gold_answers(session, study, studies=met)
     return model.fit_items((str(worker), item, accuracy) for worker, item, accuracy in found)
 
 

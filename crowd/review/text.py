@@ -238,7 +238,7 @@ def figures(evidence: Mapping[str, Any], alike: Callable[[str], str] | None = No
     """
     e = dict(evidence)
     used = {"evidence", "evidence_counts", "constant_value", "too_fast_n", "attention_checks",
-            "gold_n"}  # fmt: skip
+            "gold_n", "gold_weight"}  # fmt: skip
     out: list[Figure] = []
 
     def add(key: str, heading: str, text: str) -> None:
@@ -257,10 +257,14 @@ def figures(evidence: Mapping[str, Any], alike: Callable[[str], str] | None = No
         add("attention_failed", "Attention checks", text)
     if "gold_accuracy" in e or "gold_n" in e:
         n = e.get("gold_n") or 0
+        weight = e.get("gold_weight")
+        # Hard items (most readers miss them) count less: say so where they did.
+        worth = (f" (worth {weight:.1f} full tests)"
+                 if n and weight is not None and weight < n - 0.05 else "")  # fmt: skip
         text = (
-            f"{count(n)} answered, {percent(e.get('gold_accuracy'))} right on average"
+            f"{count(n)} answered{worth}, {percent(e.get('gold_accuracy'))} right on average"
             if n and e.get("gold_accuracy") is not None
-            else f"{count(n)} answered" if n else "none answered yet"
+            else f"{count(n)} answered{worth}" if n else "none answered yet"
         )  # fmt: skip
         add("gold_accuracy", "Gold items", text)
     if "gold_mean" in e:

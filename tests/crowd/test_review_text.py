@@ -111,6 +111,17 @@ def test_every_figure_of_real_evidence_reads_as_words() -> None:
     assert "evidence" not in figures and "constant_value" not in figures
 
 
+def test_gold_worth_less_than_its_count_says_so() -> None:
+    def gold(weight: float) -> str:
+        evidence = {"gold_n": 8, "gold_accuracy": 0.125, "gold_weight": weight}
+        shown = {f.label: f.text for f in text.figures(evidence)}
+        assert "Gold weight" not in shown  # read into the gold line, not listed apart
+        return shown["Gold items"]
+
+    assert gold(5.21) == "8 answered (worth 5.2 full tests), 12% right on average"
+    assert gold(8) == gold(7.98) == "8 answered, 12% right on average"
+
+
 def test_figures_without_data_say_so_and_unknown_keys_still_read() -> None:
     evidence = {"responses": 0, "attention_checks": 0, "attention_failed": 0, "gold_n": 0,
                 "gold_accuracy": None, "gold_mean": 0.5, "gold_below_prob": None,

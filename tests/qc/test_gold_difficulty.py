@@ -72,13 +72,22 @@ def test_an_item_readers_meet_at_chance_says_almost_nothing() -> None:
 
 
 def test_guessers_do_not_make_an_item_look_hard() -> None:
-    # Readers right on every item, ten guessers wrong on every one: the readers set the
-    # items' difficulty, and guessers, at chance, weigh nothing.
+    # Readers right on every item; ten guessers, wrong on every one, met only g0 and g1. Had
+    # their misses counted, those two would look hard.
     rows = [(r, f"g{g}", 1.0) for g in range(4) for r in READERS[:10]]
-    rows += [(f"guess{i}", f"g{g}", 0.0) for g in range(4) for i in range(10)]
+    rows += [(f"guess{i}", f"g{g}", 0.0) for g in range(2) for i in range(10)]
     weighed, plain = _both(rows)
-    assert weighed.weight("guess0") == pytest.approx(4.0)
+    assert [float(s) for s in weighed.shows_["r0"][:, 1]] == [1.0] * 4
+    assert weighed.weight("guess0") == pytest.approx(2.0)
     assert weighed.prob_below("guess0", 0.4375) == pytest.approx(plain.prob_below("guess0", 0.4375))
+
+
+def test_a_worker_is_left_out_of_every_answer_they_gave_an_item() -> None:
+    # Answered twice (rows from a source without the platform's one-answer rule): neither of
+    # their own answers makes the item look hard to them.
+    rows = _study() + [("twice", "easy0", 0.0), ("twice", "easy0", 0.0), ("twice", "easy1", 0.0)]
+    weighed, _ = _both(rows)
+    assert [float(s) for s in weighed.shows_["twice"][:, 1]] == [1.0, 1.0, 1.0]
 
 
 def test_without_a_chance_level_the_scale_starts_at_zero() -> None:
@@ -88,6 +97,12 @@ def test_without_a_chance_level_the_scale_starts_at_zero() -> None:
     at_chance = GoldConfidence(chance=COMPARISON_CHANCE).fit_items(rows)
     # s = r_g / r: a hard item still counts less, if by less than against the chance level.
     assert at_chance.weight("unlucky") < zero.weight("unlucky") < 8
+    # The posterior on the grid, with a random answer right with probability 0: hard misses
+    # weigh less than in full, at every threshold.
+    plain = GoldConfidence().fit((worker, accuracy) for worker, _, accuracy in rows)
+    for threshold in (0.3, 0.4375, 0.6):
+        below = zero.prob_below("unlucky", threshold)
+        assert 0.5 < below < plain.prob_below("unlucky", threshold) - 0.02
 
 
 def test_plain_fit_forgets_item_weights() -> None:

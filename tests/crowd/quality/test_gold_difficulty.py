@@ -38,19 +38,29 @@ def play_gold(
     return played
 
 
-def test_a_careful_worker_who_meets_hard_gold_is_judged_on_what_it_shows(
-    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
-) -> None:
+GOLD_FIRST = {"template": "sentiment", "overlap_share": 0,
+              "qc": {"gold": {"min_rate": 1.0, "max_rate": 1.0}}}  # fmt: skip
+
+
+def hard_gold_study(
+    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int]
+) -> int:
+    """A comparison study of four easy and four hard gold items (and four real ones), played
+    by twelve readers: right on every easy item, on a hard one a quarter of the time."""
     records = [comparison_item(item, kind="gold", best=int(item[-1])) for item in EASY + HARD]
     records += [comparison_item(f"real{n}") for n in range(4)]
-    gold = {"min_rate": 1.0, "max_rate": 1.0}
-    config = {"template": "sentiment", "overlap_share": 0, "qc": {"gold": gold}}
-    study_id = make_study(records, config, hit_type="comparison")
-    # Twelve readers: right on every easy item, on a hard one a quarter of the time.
+    study_id = make_study(records, GOLD_FIRST, hit_type="comparison")
     for n in range(12):
         reader = join(client, auth, external_id=f"reader{n}")
         assert play_gold(client, reader, study_id, lambda i, n=n: i in EASY or
                          (n + int(i[-1])) % 4 == 0) == 8  # fmt: skip
+    return study_id
+
+
+def test_a_careful_worker_who_meets_hard_gold_is_judged_on_what_it_shows(
+    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
+) -> None:
+    study_id = hard_gold_study(client, auth, make_study)
     # Right on one easy item of eight: the hard misses are what readers do too.
     unlucky = join(client, auth, external_id="unlucky")
     assert play_gold(client, unlucky, study_id, lambda i: i == "easy0") == 8
@@ -88,3 +98,40 @@ def test_a_careful_worker_who_meets_hard_gold_is_judged_on_what_it_shows(
         assert model.prob_below(str(kept), qc.gold.threshold) > 0.95
         model = quality.pooled_gold(session, [doubted], study, plain)
         assert model.prob_below(str(doubted), qc.gold.threshold) > 0.95
+
+
+def test_gold_met_in_another_study_is_weighed_by_that_studys_readers(
+    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
+) -> None:
+    # The unlucky reader met the hard gold in a first study; a second study of the same type
+    # and experimenter judges them on their pooled gold, weighed by the first study's readers.
+    first = hard_gold_study(client, auth, make_study)
+    unlucky = join(client, auth, external_id="unlucky")
+    assert play_gold(client, unlucky, first, lambda i: i == "easy0") == 8
+    second = make_study([comparison_item(f"other{n}") for n in range(3)], GOLD_FIRST,
+                        hit_type="comparison")  # fmt: skip
+    view = next_view(client, unlucky, second)
+    pick(client, unlucky, view, view["task"]["candidates"][0])
+    wid = worker_id(db, "unlucky")
+    refresh(db, second, wid)
+    row = standing_of(db, second, wid)
+    assert row.evidence["gold_n"] == 8 and row.evidence["gold_accuracy"] == 0.125
+    assert 4 < row.evidence["gold_weight"] < 6.5 and row.evidence["gold_below_prob"] < 0.9
+    assert row.excluded_by is None
+
+
+def test_a_study_stored_before_gold_knew_its_chance_gets_its_types(
+    auth: dict[str, str], make_study: Callable[..., int], db: Database
+) -> None:
+    study_id = make_study([comparison_item("real0")], GOLD_FIRST, hit_type="comparison")
+    with db.session() as session:
+        study = session.get(Study, study_id)
+        assert study is not None
+        stored = study.config["qc"]["gold"]
+        assert (stored["chance"], stored["by_difficulty"]) == (0.25, True)
+        # As a study created before 2026-11-29 stored it.
+        gold = {k: v for k, v in stored.items() if k not in ("chance", "by_difficulty")}
+        study.config = {**study.config, "qc": {**study.config["qc"], "gold": gold}}
+        session.flush()
+        qc = study_qc(study)
+        assert (qc.gold.chance, qc.gold.by_difficulty, qc.gold.min_rate) == (0.25, True, 1.0)
