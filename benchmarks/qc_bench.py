@@ -124,6 +124,8 @@ def play(
     db = Database(settings.database_url)
     db.upgrade()
     config = {**CONFIGS[hit_type], "annotations_per_item": redundancy}
+    over = json.loads(args.qc)  # --qc: sections laid over the type's own (none by default)
+    config["qc"] = {k: {**config.get("qc", {}).get(k, {}), **v} for k, v in over.items()}
     with db.session() as session:
         api_key = create_api_key(session, "bench")
         study = create_study(session, authenticate(session, api_key), f"QC {hit_type}",
@@ -555,6 +557,7 @@ def main() -> None:
     )
     parser.add_argument("--dump", help="folder for each study's per-worker evidence (JSON); "
                         "the databases are then kept in /tmp for qc_replay.py")  # fmt: skip
+    parser.add_argument("--qc", default="{}", help="QC settings laid over each study's (JSON)")
     parser.add_argument("--round-wait", type=float, default=30.0,
                         help="most seconds to wait between rounds for the queue to catch up "
                              "(0: do not wait)")  # fmt: skip
