@@ -59,9 +59,7 @@ class GoldPolicy:
     worker meets is easier for a forum to spot); by_difficulty: weigh each gold answer by how
     much of a reader's skill its item shows, so a hard item most readers miss counts less
     (`qc.gold.GoldConfidence.fit_items`); chance: a random answer's gold accuracy, which that
-    weighing needs (the HIT type's; None: 0); easy_first: serve first the unseen gold item
-    answered right most often (before shared_order's order), where a reader and a worker
-    who does not read differ most.
+    weighing needs (the HIT type's; None: 0).
     """
 
     threshold: float = 0.5
@@ -74,7 +72,6 @@ class GoldPolicy:
     shared_order: bool = True
     by_difficulty: bool = True
     chance: float | None = None
-    easy_first: bool = False
 
     def __post_init__(self) -> None:
         _check_share("qc.gold.threshold", self.threshold)
@@ -94,9 +91,8 @@ class GoldPolicy:
             raise ValueError("qc.gold.prior must be two positive numbers [alpha, beta]")
         if not isinstance(self.shared_order, bool):
             raise ValueError("qc.gold.shared_order must be true or false")
-        for name in ("by_difficulty", "easy_first"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"qc.gold.{name} must be true or false")
+        if not isinstance(self.by_difficulty, bool):
+            raise ValueError("qc.gold.by_difficulty must be true or false")
         if self.chance is not None:
             _check_share("qc.gold.chance", self.chance)
             if self.chance >= 1:

@@ -198,8 +198,7 @@ def next_assignment(
         item = serving.take_kind(session, ItemKind.ATTENTION, values)
     # Gold checks the worker's real work: none, no gold.
     if item is None and ctx.real_left and quality.gold_due(session, study, standing):
-        gold = study_qc(study).gold
-        item = serving.take_gold(session, values, gold.shared_order, gold.easy_first)
+        item = serving.take_gold(session, values, study_qc(study).gold.shared_order)
     if item is None and ctx.real_left:
         item = serving.claim_real_item(session, study, values)
     if item is None:

@@ -19,7 +19,6 @@ from crowd.storage import (
     AssignmentState,
     Item,
     ItemKind,
-    Response,
     Study,
     StudyWorker,
     Worker,
@@ -168,7 +167,6 @@ def claim_statement(
     shuffle: bool = True,
     skip_locked: bool | None = None,
     shared: bool = False,
-    easy_first: bool = False,
 ) -> Any:
     """The statement that takes an item of `kind` the worker has not seen, with bound
     parameters study_id, worker_id, target and category (when `by_category`); built once
@@ -183,8 +181,7 @@ def claim_statement(
     counter), then at random, locked as asked. So every worker meets the same gold, nearly
     in one order: a ring that shares its answers shares them on items whose truth is known,
     where qc.collusion can test it within a few items. At random, two workers who each see
-    8 of 40 gold items would share one or two of them. With `easy_first` (qc.gold.easy_first)
-    gold items go by how often they were answered right first (`_easiness`), then as above.
+    8 of 40 gold items would share one or two of them.
     """
     study_id = bindparam("p_study_id", type_=Integer)
     seen = select(Assignment.item_id).where(
@@ -202,39 +199,14 @@ def claim_statement(
         )
         if category is not None:
             pick = pick.where(or_(Item.category == category, Item.category.is_(None)))
-        order = [_easiness().desc()] if kind == ItemKind.GOLD and easy_first else []
         if kind == ItemKind.GOLD and shared:
-            order.append(Item.holders.desc())
-        pick = pick.order_by(*order, func.random())
+            pick = pick.order_by(Item.holders.desc(), func.random())
+        else:
+            pick = pick.order_by(func.random())
     pick = pick.limit(1)
     if skip_locked is not None:
         pick = pick.with_for_update(skip_locked=skip_locked)
     return _take_statement(pick)
-
-
-# Answers' worth of an even chance that a gold item's share of right answers starts from, so
-# an item one worker got right does not jump ahead of one twenty got right nineteen times.
-EASY_PRIOR = 3.0
-
-
-def _easiness() -> Any:
-    """A gold item's share of right answers (mean gold accuracy), shrunk towards one half by
-    EASY_PRIOR answers; one half for an item nobody answered yet.
-
-    A worker who does not read is right at chance on any item; a reader is right most often
-    on the items most readers get right. So those separate the two best: each is worth about
-    twice the evidence of a typical item (comparison: a reader right 9 times in 10 against a
-    guesser's 1 in 4, 0.95 nats an answer; right 7 in 10, 0.45)."""
-    accuracy = Response.qc_flags["gold_accuracy"].as_float()
-    return (
-        select(
-            (func.coalesce(func.sum(accuracy), 0.0) + EASY_PRIOR / 2)
-            / (func.count(accuracy) + EASY_PRIOR)
-        )
-        .where(Response.item_id == Item.id)
-        .correlate(Item)
-        .scalar_subquery()
-    )
 
 
 def take_kind(session: Session, kind: ItemKind, values: dict[str, Any]) -> Item | None:
@@ -242,20 +214,16 @@ def take_kind(session: Session, kind: ItemKind, values: dict[str, Any]) -> Item 
     return take_by(session, claim_statement(kind, "p_category" in values), values)
 
 
-def take_gold(
-    session: Session, values: dict[str, Any], shared: bool, easy_first: bool = False
-) -> Item | None:
+def take_gold(session: Session, values: dict[str, Any], shared: bool) -> Item | None:
     """Take an unseen gold item, or None: at random, or where `shared` (the study's
-    qc.gold.shared_order) the one most workers answered or hold, or where `easy_first`
-    (qc.gold.easy_first) the one most often answered right (`claim_statement`)."""
-    if not shared and not easy_first:
+    qc.gold.shared_order) the one most workers answered or hold (`claim_statement`)."""
+    if not shared:
         return take_kind(session, ItemKind.GOLD, values)
     by_category = "p_category" in values
     # Every request wants the item that leads: first pass over one another request holds
     # locked (PostgreSQL), so they do not queue on one row; then wait, as real items do.
     for skip_locked in (True, False):
-        claim = claim_statement(ItemKind.GOLD, by_category, skip_locked=skip_locked,
-                                shared=shared, easy_first=easy_first)  # fmt: skip
+        claim = claim_statement(ItemKind.GOLD, by_category, skip_locked=skip_locked, shared=True)
         item = take_by(session, claim, values)
         if item is not None:
             return item

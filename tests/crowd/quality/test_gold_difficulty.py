@@ -135,29 +135,3 @@ def test_a_study_stored_before_gold_knew_its_chance_gets_its_types(
         session.flush()
         qc = study_qc(study)
         assert (qc.gold.chance, qc.gold.by_difficulty, qc.gold.min_rate) == (0.25, True, 1.0)
-
-
-def test_easy_first_serves_the_gold_readers_get_right_first(
-    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
-) -> None:
-    records = [comparison_item(item, kind="gold", best=int(item[-1])) for item in HARD + EASY]
-    records += [comparison_item(f"real{n}") for n in range(4)]
-    config = {**GOLD_FIRST, "qc": {"gold": {**GOLD_FIRST["qc"]["gold"], "easy_first": True}}}
-    study_id = make_study(records, config, hit_type="comparison")
-    served: list[list[str]] = []
-    for n in range(6):
-        reader = join(client, auth, external_id=f"reader{n}")
-        order: list[str] = []
-
-        def right(item: str, n: int = n, order: list[str] = order) -> bool:
-            order.append(item)
-            return item in EASY or (n + int(item[-1])) % 4 == 0
-
-        assert play_gold(client, reader, study_id, right) == 8
-        served.append(order)
-    # Once readers have shown which gold they get right, newcomers meet that gold first.
-    for order in served[2:]:
-        assert set(order[:4]) == set(EASY), served
-    with db.session() as session:
-        study = session.get(Study, study_id)
-        assert study is not None and study_qc(study).gold.easy_first is True
