@@ -57,13 +57,21 @@ def hard_gold_study(
     return study_id
 
 
+def unlucky_reader(
+    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int]
+) -> tuple[int, dict[str, str]]:
+    """`hard_gold_study`, and a reader who got one easy item of the eight right: the hard
+    misses are what readers do too."""
+    study_id = hard_gold_study(client, auth, make_study)
+    unlucky = join(client, auth, external_id="unlucky")
+    assert play_gold(client, unlucky, study_id, lambda i: i == "easy0") == 8
+    return study_id, unlucky
+
+
 def test_a_careful_worker_who_meets_hard_gold_is_judged_on_what_it_shows(
     client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
 ) -> None:
-    study_id = hard_gold_study(client, auth, make_study)
-    # Right on one easy item of eight: the hard misses are what readers do too.
-    unlucky = join(client, auth, external_id="unlucky")
-    assert play_gold(client, unlucky, study_id, lambda i: i == "easy0") == 8
+    study_id, _ = unlucky_reader(client, auth, make_study)
     # The same score, right on a hard item: the four easy misses count in full.
     careless = join(client, auth, external_id="careless")
     assert play_gold(client, careless, study_id, lambda i: i == "hard0") == 8
@@ -105,9 +113,7 @@ def test_gold_met_in_another_study_is_weighed_by_that_studys_readers(
 ) -> None:
     # The unlucky reader met the hard gold in a first study; a second study of the same type
     # and experimenter judges them on their pooled gold, weighed by the first study's readers.
-    first = hard_gold_study(client, auth, make_study)
-    unlucky = join(client, auth, external_id="unlucky")
-    assert play_gold(client, unlucky, first, lambda i: i == "easy0") == 8
+    _, unlucky = unlucky_reader(client, auth, make_study)
     second = make_study([comparison_item(f"other{n}") for n in range(3)], GOLD_FIRST,
                         hit_type="comparison")  # fmt: skip
     view = next_view(client, unlucky, second)
