@@ -39,6 +39,7 @@ def worker_evidence(
     rows: Iterable[Mapping[str, Any]],
     config: QcConfig,
     crowd: Mapping[str, Mapping[str, Any]] | None = None,
+    gold: GoldConfidence | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per worker: anomaly metrics, attention and gold figures, and the evidence lists.
 
@@ -53,7 +54,9 @@ def worker_evidence(
     ("live" if any row is live, else "imported"; what `live_only` rules look at) and
     "rater_groups" (the sorted groups of the worker's rows). Workers with only training
     rows appear with 0 responses. `crowd` (worker -> the metrics of `crowd_evidence`) adds
-    each worker's agreement with the crowd and collusion.
+    each worker's agreement with the crowd and collusion. `gold`, a fitted model, gives the
+    gold figures instead of the rows' gold (crowd.quality pools gold over a HIT type's
+    studies); None fits one from the rows.
 
     >>> from qc.config import parse_qc_config
     >>> rows = [{"worker": "a", "item": "g1", "kind": "gold", "gold_accuracy": 0.0},
@@ -83,14 +86,12 @@ def worker_evidence(
             checks[worker] = checks.get(worker, 0) + 1
             if row.get("attention_passed") is False:
                 failed[worker] = failed.get(worker, 0) + 1
-    gold = GoldConfidence(prior=policy.prior, chance=policy.chance)
-    if policy.by_difficulty:
-        gold.fit_items(gold_results)
-    else:
-        gold.fit((worker, accuracy) for worker, _, accuracy in gold_results)
-    gold_sum: dict[str, float] = {}
-    for worker, _, accuracy in gold_results:
-        gold_sum[worker] = gold_sum.get(worker, 0.0) + accuracy
+    if gold is None:
+        gold = GoldConfidence(prior=policy.prior, chance=policy.chance)
+        if policy.by_difficulty:
+            gold.fit_items(gold_results)
+        else:
+            gold.fit((worker, accuracy) for worker, _, accuracy in gold_results)
 
     out: dict[str, dict[str, Any]] = {}
     for worker in sorted(signals.metrics_):
@@ -102,7 +103,8 @@ def worker_evidence(
             "attention_failed": failed.get(worker, 0),
             "attention_fail_prob": fail_prob(failed.get(worker, 0), checks.get(worker, 0)),
             "gold_n": n_gold,
-            "gold_accuracy": gold_sum[worker] / n_gold if n_gold else None,
+            # The raw mean: each answer added its accuracy to alpha.
+            "gold_accuracy": (alpha - policy.prior[0]) / n_gold if n_gold else None,
             "gold_weight": round(gold.weight(worker), 4),
             "gold_mean": gold.mean(worker),
             "gold_below_prob": gold.prob_below(worker, policy.threshold) if n_gold else None,

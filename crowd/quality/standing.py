@@ -33,7 +33,7 @@ from crowd.storage import (
 )
 from qc.anomalies import response_signals
 from qc.config import QcConfig
-from qc.evidence import crowd_doubt, crowd_evidence, worker_evidence
+from qc.evidence import crowd_evidence, worker_evidence
 from qc.gold import GoldConfidence, gold_rate
 from qc.rules import Action, evaluate
 from tasks import HitType, get_hit_type
@@ -425,12 +425,13 @@ def refresh_standings(
         int(p) for w in worker_ids for p in crowd.get(str(w), {}).get("collusion_group", [])
     }
     rows = standings(session, study.id, {*worker_ids, *partners})
-    evidence_of = worker_evidence(qc_rows(session, study, rows.keys()), config, crowd)
+    # Gold pooled over the experimenter's studies of the HIT type, not the study's alone.
     gold = pooled_gold(session, rows.keys(), study, config)
+    evidence_of = worker_evidence(qc_rows(session, study, rows.keys()), config, crowd, gold)
     for worker_id, row in rows.items():
         evidence = evidence_of.get(str(worker_id))
         if evidence is not None:
-            _judge(session, study, row, evidence, gold, config)
+            _judge(session, study, row, evidence, config)
     return rows
 
 
@@ -519,25 +520,11 @@ def _judge(
     study: Study,
     row: StudyWorker,
     evidence: dict[str, Any],
-    pooled: GoldConfidence,
     config: QcConfig,
 ) -> None:
-    """Store the worker's evidence (gold pooled over the HIT type's studies, `pooled_gold`)
-    and let the rules act on it."""
+    """Store the worker's evidence and let the rules act on it."""
     worker_id = row.worker_id
     was_excluded = row.excluded_by is not None
-    key = str(worker_id)
-    if pooled.n_.get(key):
-        alpha, beta = pooled.posterior(key)
-        evidence = {
-            **evidence,
-            "gold_n": pooled.n_[key],
-            "gold_accuracy": round((alpha - config.gold.prior[0]) / pooled.n_[key], 4),
-            "gold_weight": round(pooled.weight(key), 4),
-            "gold_mean": round(pooled.mean(key), 4),
-            "gold_below_prob": round(pooled.prob_below(key, config.gold.threshold), 4),
-            "gold_rate": round(gold_rate(alpha, beta, config.gold, crowd_doubt(evidence)), 4),
-        }
     decisions = evaluate({str(worker_id): evidence}, config.rules)
     row.evidence = _jsonable(evidence)
     row.rule_hits = [decision.rule for decision in decisions]
