@@ -178,9 +178,20 @@ class HitType(ABC):
         if self.crowd_early_answers is not None and (crowd is None or isinstance(crowd, Mapping)):
             raw = {**raw, "crowd": {"early_answers": self.crowd_early_answers, **(crowd or {})}}
         try:
-            return parse_qc_config(raw).to_json()
+            parsed = parse_qc_config(raw)
         except ValueError as error:
             raise InvalidConfig(str(error), "qc") from None
+        gold = parsed.gold
+        # A random clicker's gold accuracy at or above the threshold would never be credibly
+        # below it: the gold rule could not stop one. Stored studies are read as they are.
+        if gold.chance is not None and gold.threshold <= gold.chance:
+            raise InvalidConfig(
+                f"qc.gold.threshold ({gold.threshold}) must be above qc.gold.chance "
+                f"({gold.chance}), a random answer's gold accuracy in {self.name} studies, "
+                "or the gold rule never stops a random clicker",
+                "qc",
+            )
+        return parsed.to_json()
 
     def validate_extra_config(self, config: dict[str, Any]) -> dict[str, Any]:
         """Validate the type's own config keys (those left after the shared ones)."""

@@ -120,7 +120,16 @@ def test_bad_configs_and_types_are_refused(client: FlaskClient, auth: dict[str, 
         {"name": "", "hit_type": "boundary"},
     ):
         reply = client.post("/api/studies", headers=auth, json=body)
-        assert reply.status_code in (422, 500) and reply.get_json()["error"]
+        assert reply.status_code == 422 and reply.get_json()["error"], body
+    # A Likert rating's random answer is right within one step 0.52 of the time: a gold
+    # threshold of 0.5 could never stop a random clicker.
+    body = {"name": "s", "hit_type": "likert", "config": {"qc": {"gold": {"threshold": 0.5}}}}
+    reply = client.post("/api/studies", headers=auth, json=body)
+    problem = reply.get_json()
+    assert reply.status_code == 422 and problem["field"] == "qc"
+    assert "qc.gold.threshold (0.5) must be above qc.gold.chance (0.52)" in problem["error"]
+    body["config"]["qc"]["gold"]["threshold"] = 0.6
+    assert client.post("/api/studies", headers=auth, json=body).status_code == 201
 
 
 def test_experimenters_only_see_their_own_studies(
