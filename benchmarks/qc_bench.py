@@ -31,6 +31,7 @@ import os
 import platform
 import random
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -140,19 +141,23 @@ def play(
     pace = None if control or args.round_wait <= 0 else QueuePace(db, args.round_wait)
     started = time.perf_counter()
     try:
-        with BackgroundServer(settings) as server:
-            crowd = BenchCrowd(server.url, api_key, study_id, hit_type, records, MIXES[mix_name],
-                               seed=args.seed, items_per_worker=args.items)  # fmt: skip
-            result = crowd.run(threads=4, between_rounds=pace)
-        if worker is not None:
-            worker.terminate()
-            worker.wait(timeout=60)
-            run_worker(settings, burst=True)  # whatever the live worker had not got to yet
-    finally:
-        if worker is not None and worker.poll() is None:
-            worker.kill()
-        if embedded is not None:
-            embedded.stop()
+        try:
+            with BackgroundServer(settings) as server:
+                crowd = BenchCrowd(server.url, api_key, study_id, hit_type, records,
+                                   MIXES[mix_name], seed=args.seed, items_per_worker=args.items)
+                result = crowd.run(threads=4, between_rounds=pace)
+            if worker is not None:
+                worker.terminate()
+                worker.wait(timeout=60)
+                run_worker(settings, burst=True)  # whatever the live worker had not got to
+        finally:
+            if worker is not None and worker.poll() is None:
+                worker.kill()
+            if embedded is not None:
+                embedded.stop()
+    except BaseException:
+        shutil.rmtree(data_dir, ignore_errors=True)  # a study cut short is no use to replay
+        raise
     return Played(db, study_id, result, time.perf_counter() - started, pace, data_dir)
 
 
@@ -562,12 +567,10 @@ def main() -> None:
                         help="most seconds to wait between rounds for the queue to catch up "
                              "(0: do not wait)")  # fmt: skip
     parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
-    parser.add_argument(
-        "--no-control",
-        action="store_true",
-        help="skip the control study without QC (and the label table)",
-    )
+    parser.add_argument("--no-control", action="store_true",
+                        help="skip the control study without QC (and the label table)")  # fmt: skip
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: play stops its worker
     load_builtin()
     base = Settings.from_env()
     results = []
