@@ -133,8 +133,7 @@ def test_coded_columns_refuse_a_worker_answering_a_task_twice() -> None:
         Coded.from_codes(np.array([0, 0]), ["t"], np.array([1, 1]), ["a", "b"], np.array([2, 3]))
 
 
-def test_mace_takes_coded_answers_as_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("qc.aggregation.MACE_N_RESTARTS", 2)
+def test_mace_takes_coded_answers_as_rows() -> None:
     rows = boundary_crowd(n_tasks=30, per_task=4, n_workers=8, seed=3)
     assert Coded.from_rows(rows).rows() == rows
     assert aggregate("mace", Coded.from_rows(rows)).labels == aggregate("mace", rows).labels

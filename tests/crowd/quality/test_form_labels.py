@@ -26,14 +26,6 @@ ITEMS = [f"i{n}" for n in range(6)]
 WORKERS = ["w0", "w1", "w2", "w3"]
 
 
-@pytest.fixture(autouse=True)
-def quick_mace(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One MACE restart instead of ten: the same code path, seconds faster per fit."""
-    import qc.aggregation
-
-    monkeypatch.setattr(qc.aggregation, "MACE_N_RESTARTS", 1)
-
-
 def truth(item_id: str) -> dict[str, Any]:
     n = int(item_id[1:])
     top = (n + 2) % 3
