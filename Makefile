@@ -39,7 +39,7 @@ typecheck: install
 PYTEST_WORKERS ?= 3
 
 pytest: install chromium
-	$(VENV)/bin/pytest -n $(PYTEST_WORKERS)
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --durations=15
 
 test: lint typecheck pytest
 
