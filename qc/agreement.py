@@ -36,6 +36,13 @@ the answer's own worker left out). That is the likelihood above with the truth's
 to s q + (1 - s) c: without it, a hard gold item that every worker meets (served in one order)
 counts against every careful worker who misses it as if they had missed an easy one.
 
+Real tasks can be weighed the same way (`real_difficulty`, on for comparisons): there the
+truth is unknown, so a task's readers' accuracy comes from how often the *other* answers agree
+with one another, pairwise (the answer's own worker is in no pair, so a guess cannot make its
+task look hard). A task readers split on (two close candidates) then tests less; one they all
+agree on tests more than a typical task (s up to EASY_MAX), since a reader is right there
+almost surely and a miss is nearly a guesser's; SLIP keeps such a label possible.
+
 A random clicker's accuracy is the chance level (1/K, or the share of labels within
 tolerance), whatever the crowd.
 
@@ -87,6 +94,13 @@ REAL_WEIGHT = 0.3
 # a gold item's own accuracy starts from (_Question._discrimination): an item few have
 # answered is a full test.
 DIFFICULTY_PRIOR = 3.0
+# How much more of a reader's skill a real task everyone agrees on shows than a typical one,
+# at most (_Question.weigh_real): there a reader is right almost surely, and a miss is
+# nearly a guesser's.
+EASY_MAX = 2.0
+# A reader's slips: where a task's difficulty makes their miss (or their hit) nearly
+# impossible, the likelihood of a label is kept at least this share of a guess's.
+SLIP = 0.04
 # The crowd's prior rests on its workers: with W of them it has weight W / (W + this), the
 # uniform prior the rest, so a handful of workers barely move it.
 PRIOR_WORKERS = 10
@@ -105,7 +119,9 @@ class CrowdAgreement:
     (0 for categories; ordinal labels must then be numbers); min_others: other answers a
     real task needs to count; window: the recent tasks the drift posterior reads; margin:
     where the threshold sits between chance (0) and the crowd (1). `labels` (question ->
-    labels) declares a question's labels (K); by default the labels seen.
+    labels) declares a question's labels (K); by default the labels seen. real_difficulty:
+    weigh real tasks of categorical labels by how hard readers find them
+    (`_Question.weigh_real`), as known answers always are.
 
     Fitted: n_ (tasks judged per worker), agreement_ (the posterior mean of the worker's
     accuracy), chance_ (a random answer's accuracy on the same tasks), skill_ (the accuracy
@@ -119,6 +135,7 @@ class CrowdAgreement:
     window: int = 10
     margin: float = 0.5
     labels: Mapping[str, Iterable[Hashable]] | None = None
+    real_difficulty: bool = False
     n_: dict[str, int] = field(default_factory=dict, init=False)
     agreement_: dict[str, float] = field(default_factory=dict, init=False)
     chance_: dict[str, float] = field(default_factory=dict, init=False)
@@ -175,6 +192,8 @@ class CrowdAgreement:
         # The accuracies' updates read `own` only: the known answers' weighting is for the
         # evidence below, so it is done once, with the accuracies of the last judgement.
         for block in blocks:
+            if self.real_difficulty:
+                block.weigh_real(judged_with)
             block.weigh_known(judged_with)
         # Each worker's evidence in answer order, per judged task: (the posterior that their
         # label is right, the chance a uniform guess would be). A task where every label counts
@@ -310,7 +329,11 @@ def _loglik(near: np.ndarray, chance: np.ndarray) -> np.ndarray:
     that would be, for a worker who is right with the grid's p and otherwise picks among the
     other labels evenly."""
     q, c = near[:, None], np.clip(chance, 1e-6, 1 - 1e-6)[:, None]
-    return np.log(q * _GRID + (1 - q) * (1 - _GRID) * c / (1 - c) + 1e-12)
+    like = q * _GRID + (1 - q) * (1 - _GRID) * c / (1 - c)
+    # An easy task's q lies outside [0, 1] (weigh_real): keep its labels possible.
+    sharp = (q < 0) | (q > 1)
+    like = np.where(sharp, np.clip(like, SLIP * c / (1 - c), 1 - SLIP), like)
+    return np.log(like + 1e-12)
 
 
 def _likelihood(evidence: np.ndarray) -> np.ndarray:
@@ -406,6 +429,47 @@ class _Question:
         self.near = (posterior * self.close[self.label]).sum(axis=1)
         self.chance = posterior @ (self.close.sum(axis=0) / k)
 
+    def weigh_real(self, skill: np.ndarray) -> None:
+        """Weigh `near` on real tasks of categorical labels by how hard readers find each,
+        after `judge` with the same accuracies, as `weigh_known` does where the truth is known.
+
+        A task's readers' accuracy a_t comes from how often the *other* answers agree pairwise
+        (two readers right with a agree with a^2 + (1 - a)^2 / (K - 1)), each pair weighed by
+        both readers' skill above chance, shrunk towards the question's by DIFFICULTY_PRIOR
+        readers' worth; the answer's own worker is in no pair, so a guess cannot make a task
+        look hard. s = (a_t - c) / (a - c), at most EASY_MAX: a task every reader agrees on is
+        a sharper test than a typical one, one readers split on a weaker one. A worker right
+        with p on a typical task is right there with c + (p - c) s (kept off 0 and 1 by SLIP).
+        """
+        k = self.k
+        real = self.judged & (self.truth[self.task] < 0)
+        if k < 2 or not real.any() or not (self.close == np.eye(k)).all():
+            return  # ordinal labels: agreement within tolerance is no such simple function
+        tasks, t, x = len(self.tasks), self.task, self.label
+        w = np.clip((skill[self.worker] - 1 / k) / (1 - 1 / k), 0.0, 1.0)
+        total = np.bincount(t, weights=w, minlength=tasks)
+        squares = np.bincount(t, weights=w * w, minlength=tasks)
+        by_label = np.bincount(t * k + x, weights=w, minlength=tasks * k).reshape(tasks, k)
+        agree_all = ((by_label**2).sum(axis=1) - squares) / 2
+        pairs_all = (total**2 - squares) / 2
+        is_real = np.bincount(t[real], minlength=tasks) > 0
+        if pairs_all[is_real].sum() <= 0:
+            return
+        overall = _accuracy_of_agreement(agree_all[is_real].sum() / pairs_all[is_real].sum(), k)
+        c = 1 / k
+        if overall <= c:
+            return
+        # Leave the answer's own worker out of every pair.
+        agree = agree_all[t] - w * (by_label[t, x] - w)
+        pairs = pairs_all[t] - w * (total[t] - w)
+        share = np.divide(agree, pairs, out=np.full(len(t), 1 / k), where=pairs > 1e-12)
+        readers = total[t] - w
+        on_task = (readers * _accuracy_of_agreement(share, k) + DIFFICULTY_PRIOR * overall) / (
+            readers + DIFFICULTY_PRIOR
+        )
+        s = np.clip((on_task - c) / (overall - c), 0.0, EASY_MAX)
+        self.near[real] = s[real] * self.near[real] + (1 - s[real]) * self.chance[real]
+
     def weigh_known(self, skill: np.ndarray) -> None:
         """Soften `near` where the truth is known by how much of a reader's skill the task
         shows (`_discrimination`), after `judge` with the same accuracies."""
@@ -446,6 +510,17 @@ class _Question:
         spread = overall - c
         safe = np.where(spread > 0, spread, 1.0)
         return np.where(spread > 0, np.clip((on_task - c) / safe, 0.0, 1.0), 1.0)
+
+
+def _accuracy_of_agreement(share: np.ndarray | float, k: int) -> np.ndarray:
+    """The accuracy a at which two one-coin readers of K labels agree with `share`: the root
+    above chance of a^2 + (1 - a)^2 / (K - 1) = share (chance itself below 1/K).
+
+    >>> round(float(_accuracy_of_agreement(0.8**2 + 0.2**2 / 3, 4)), 3)
+    0.8
+    """
+    inside = np.maximum((k - 1) * (k * np.asarray(share, dtype=float) - 1), 0.0)
+    return (1 + np.sqrt(inside)) / k
 
 
 def _by_question(by_task: Mapping[str, object]) -> dict[str, list[str]]:

@@ -151,6 +151,9 @@ class CrowdPolicy:
     no such rule; a HIT type sets it where careful workers' early posteriors stay clear of
     it, see `tasks.base.HitType.crowd_early_answers`). Like the gold policy's credibility,
     the two shape the default rules only: a config that lists its rules keeps them.
+    real_difficulty: weigh each real task of categorical labels by how hard readers find it
+    (how often the other answers agree), as gold is weighed: a task readers split on tests
+    less, one they all agree on more (`qc.agreement`, `_Question.weigh_real`).
     """
 
     margin: float = 0.5
@@ -162,6 +165,7 @@ class CrowdPolicy:
     doubt_checks: float = 0.8
     early_answers: int | None = None
     early_credibility: float = 0.99
+    real_difficulty: bool = False
 
     def __post_init__(self) -> None:
         _check_share("qc.crowd.margin", self.margin)
@@ -174,8 +178,9 @@ class CrowdPolicy:
         if not _is_number(self.collusion_alpha) or not 0 < self.collusion_alpha < 1:
             raise ValueError("qc.crowd.collusion_alpha must be a number between 0 and 1")
         _check_count("qc.crowd.collusion_min_shared", self.collusion_min_shared, 1)
-        if not isinstance(self.replace_excluded, bool):
-            raise ValueError("qc.crowd.replace_excluded must be true or false")
+        for name in ("replace_excluded", "real_difficulty"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"qc.crowd.{name} must be true or false")
 
 
 @dataclass(frozen=True)

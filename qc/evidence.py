@@ -201,7 +201,7 @@ def crowd_evidence(
     policy = config.crowd
     agreement = CrowdAgreement(
         tolerance=1 if ordinal else 0, min_others=policy.min_others, window=policy.window,
-        margin=policy.margin,
+        margin=policy.margin, real_difficulty=policy.real_difficulty,
     ).fit(answers, truth)  # fmt: skip
     normalized = {key: normalize_explanation(text) for key, text in (explanations or {}).items()}
     shortest = config.anomalies.min_explanation_chars

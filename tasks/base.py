@@ -175,8 +175,11 @@ class HitType(ABC):
             }
             raw = {**raw, "gold": {**defaults, **(gold or {})}}
         crowd = raw.get("crowd")
-        if self.crowd_early_answers is not None and (crowd is None or isinstance(crowd, Mapping)):
-            raw = {**raw, "crowd": {"early_answers": self.crowd_early_answers, **(crowd or {})}}
+        if crowd is None or isinstance(crowd, Mapping):
+            own = {"early_answers": self.crowd_early_answers,
+                   "real_difficulty": self.crowd_real_difficulty}  # fmt: skip
+            own = {k: v for k, v in own.items() if v is not None and v is not False}
+            raw = {**raw, "crowd": {**own, **(crowd or {})}}
         try:
             parsed = parse_qc_config(raw)
         except ValueError as error:
@@ -296,6 +299,9 @@ class HitType(ABC):
     # the crowd is stopped, before below_crowd's 10 (qc.config.CrowdPolicy.early_answers);
     # None: not before 10. Set where careful workers' early posteriors stay well clear of it.
     crowd_early_answers: ClassVar[int | None] = None
+    # Whether agreement with the crowd weighs each real task by how hard readers find it
+    # (qc.config.CrowdPolicy.real_difficulty); on where the QC benchmark measured it.
+    crowd_real_difficulty: ClassVar[bool] = False
     # Whether labels are points on a scale (ratings, boundary guesses): one step off the truth
     # then counts as right against the crowd (qc.agreement), and collusion reads a worker's
     # habits as offsets from the consensus, so two lenient raters are no pair.

@@ -132,6 +132,13 @@ class ComparisonHit(HitType):
     # Boundary guesses and ratings, right within one step, swing more (careful boundary
     # readers reached 0.97 after 6 and 0.96 after 10), so those types wait for 10.
     crowd_early_answers: ClassVar[int | None] = 6
+    # Readers split on an item whose best two candidates are close and agree on one with a
+    # clear best: weighing each item by that (qc.agreement `_Question.weigh_real`), the QC
+    # benchmark's comparison studies (seeds 15 and 16) lost no careful worker of 240 instead
+    # of 2, with the same median of 9 answers before a stop, and QC's labels were at least
+    # as accurate as the control's in 24 cells of 24 instead of 19; colluders and drifters
+    # were caught 0.94 of the time instead of all (benchmarks/RESULTS.md, twelfth look).
+    crowd_real_difficulty: ClassVar[bool] = True
     aggregation_methods: ClassVar[tuple[str, ...]] = (
         "majority_vote", "dawid_skene", "mace", "bradley_terry",
     )  # fmt: skip

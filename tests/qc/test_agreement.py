@@ -207,3 +207,55 @@ def test_tasks_where_every_label_given_counts_as_right_judge_nobody() -> None:
     assert all(np.isfinite(model.stopped_reading(w).prob) for w in "abcd")
     assert model.prob_below("d", model.threshold("d")) > 0.9
     assert model.prob_below("a", model.threshold("a")) < 0.5
+
+
+def test_real_tasks_weighed_by_difficulty_spare_careful_readers_and_find_guessers_sooner() -> None:
+    """With real_difficulty, a real task readers split on tests less and one they all agree on
+    more (qc.agreement `_Question.weigh_real`): careful readers, who miss the hard tasks, are
+    doubted less, and a guesser, who misses the easy ones too, is found in fewer answers."""
+    rng = random.Random(11)
+    tasks = [f"i{t}/best" for t in range(40)]
+    truth = {task: rng.randrange(K) for task in tasks}
+    hard = set(tasks[::2])  # readers right 4 times in 10 there; 19 in 20 on the rest
+
+    def answer(task: str, p: float) -> int:
+        z = truth[task]
+        return z if rng.random() < p else (z + 1 + rng.randrange(K - 1)) % K
+
+    answers = [(task, f"careful{n}", answer(task, 0.4 if task in hard else 0.95))
+               for task in tasks for n in range(12)]  # fmt: skip
+    answers += [(task, "guess", answer(task, 0.25)) for task in tasks[:12]]
+    plain = CrowdAgreement().fit(answers)
+    weighed = CrowdAgreement(real_difficulty=True).fit(answers)
+
+    def doubt(model: CrowdAgreement, worker: str) -> float:
+        return model.prob_below(worker, model.threshold(worker))
+
+    careful = [f"careful{n}" for n in range(12)]
+    assert max(doubt(weighed, w) for w in careful) < max(doubt(plain, w) for w in careful)
+    assert doubt(weighed, "guess") > doubt(plain, "guess")
+    assert doubt(weighed, "guess") > 0.99
+    # Off by default: the same as before the option.
+    assert CrowdAgreement().real_difficulty is False
+
+
+def test_a_guess_cannot_make_its_own_task_look_hard() -> None:
+    """A task's difficulty comes from how often the *other* answers agree: whichever label a
+    worker gives, the task weighs the same for them (only whether it is right differs)."""
+    # Five readers agree on the even tasks and split on the odd ones.
+    answers = [(f"i{t}/q", f"w{n}", t % 4 if t % 2 == 0 else (t + n) % 4)
+               for t in range(8) for n in range(5)]  # fmt: skip
+
+    def weight(label: int) -> float:
+        """s for x's answer to i0: how far weighing moved its evidence from chance."""
+        given = [*answers, ("i0/q", "x", label)]
+        plain = CrowdAgreement().fit(given)._evidence["x"][0]
+        weighed = CrowdAgreement(real_difficulty=True).fit(given)._evidence["x"][0]
+        assert weighed[1] == plain[1]  # the same chance level
+        return float((weighed[0] - plain[1]) / (plain[0] - plain[1]))
+
+    # x's label moves it only through the question's overall level and the readers' skills
+    # (a few per cent); counted in i0's own pairs, a dissent would cut i0's agreement by a third.
+    assert weight(1) == pytest.approx(weight(0), rel=0.05)
+    assert weight(2) == pytest.approx(weight(0), rel=0.05)
+    assert weight(0) > 1  # the readers all agree there: a sharper test than a typical task

@@ -156,6 +156,7 @@ def test_round_trip() -> None:
         ({"anomalies": {"speed": 3}}, "qc.anomalies.speed is not a setting"),
         ({"crowd": {"doubt_checks": 1.5}}, "qc.crowd.doubt_checks must be a number between 0"),
         ({"crowd": {"doubt_checks": "often"}}, "qc.crowd.doubt_checks must be a number"),
+        ({"crowd": {"real_difficulty": "yes"}}, "qc.crowd.real_difficulty must be true or false"),
         ({"crowd": {"early_answers": 0}}, "qc.crowd.early_answers must be a whole number of 1"),
         ({"crowd": {"early_answers": 6.5}}, "qc.crowd.early_answers must be a whole number"),
         ({"crowd": {"early_answers": True}}, "qc.crowd.early_answers must be a whole number"),

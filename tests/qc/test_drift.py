@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from qc import drift
-from qc.agreement import CrowdAgreement
+from qc.agreement import CrowdAgreement, _loglik
 from qc.config import parse_qc_config
 from qc.evidence import crowd_evidence
 
@@ -119,7 +119,7 @@ def test_the_posterior_is_the_one_the_hypotheses_give_enumerated_one_by_one() ->
     plans = {f"c{n}": careful(12) for n in range(8)} | {"d": drifter(5, 12)}
     model = CrowdAgreement().fit(play(random.Random(4), plans, tasks=12))
     evidence = model._evidence["d"]
-    loglik = np.log(evidence[:, [0]] * GRID + (1 - evidence[:, [0]]) * (1 - GRID) / 3)
+    loglik = _loglik(evidence[:, 0], evidence[:, 1])
     chance = np.log(evidence[:, 1])
     reading = model.threshold("d") <= GRID
     checks = [(0, True), (6, False), (6, True), (12, False)]

@@ -62,8 +62,20 @@ def test_a_worker_far_below_the_crowd_is_stopped_within_a_few_comparisons() -> N
     assert "below_crowd_early" not in {r.name for r in off.rules}
 
 
+def test_comparisons_weigh_each_item_by_how_hard_readers_find_it_by_default() -> None:
+    comparison = get_hit_type("comparison")
+    assert parse_qc_config(comparison.validate_qc_config(None)).crowd.real_difficulty is True
+    off = comparison.validate_qc_config({"crowd": {"real_difficulty": False}})
+    assert parse_qc_config(off).crowd.real_difficulty is False
+    # A study stored before the setting existed reads as it did: unweighed.
+    stored = comparison.validate_qc_config(None)
+    del stored["crowd"]["real_difficulty"]
+    assert parse_qc_config(stored).crowd.real_difficulty is False
+
+
 def test_the_other_types_wait_for_ten_answers() -> None:
     for hit_type in ("boundary", "likert", "form"):
         config = parse_qc_config(get_hit_type(hit_type).validate_qc_config(None))
         assert config.crowd.early_answers is None
+        assert config.crowd.real_difficulty is False  # not measured on them yet
         assert "below_crowd_early" not in {r.name for r in config.rules}, hit_type
