@@ -50,7 +50,14 @@ from sqlalchemy import func, select
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from qc_labels import compare, control_config, first_answers_labels, study_labels  # noqa: E402
+from qc_labels import (  # noqa: E402
+    combine_labels,
+    compare,
+    control_config,
+    first_answers_labels,
+    label_table,
+    study_labels,
+)
 
 from crowd.accounts import authenticate, create_api_key  # noqa: E402
 from crowd.demo import BackgroundServer  # noqa: E402
@@ -403,13 +410,7 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out["before_stop_median"] = statistics.median(caught) if caught else None
     lags = [n for kind in BAD for n in kinds[kind]["lag"]]
     out["lag_median"] = statistics.median(lags) if lags else None
-    for key in ("accuracy_all", "accuracy_filtered"):
-        methods = sorted({m for run in runs for m in run[key]})
-        out[key] = {
-            m: statistics.mean(run[key][m] for run in runs if run[key].get(m) is not None)
-            for m in methods
-            if any(run[key].get(m) is not None for run in runs)
-        }
+    out.update(combine_labels(runs))
     rules: dict[str, int] = {}
     for run in runs:
         for rule, n in run["excluded_by"].items():
@@ -419,13 +420,6 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     for key in (*counts, "control_seconds"):
         out[key] = round(sum(run.get(key, 0) for run in runs), 1)
     return out
-
-
-METHOD_NAMES = {
-    "majority_vote": "majority vote", "dawid_skene": "Dawid-Skene", "mace": "MACE",
-    "ordinal_mean": "ordinal mean", "first_change": "first change",
-    "bradley_terry": "Bradley-Terry",
-}  # fmt: skip
 
 
 def earlier_results(path: Path, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -500,36 +494,6 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
         )
     lines.append(END)
     return "\n".join(lines)
-
-
-def label_table(results: list[dict[str, Any]]) -> list[str]:
-    lines = [
-        "",
-        "Accuracy of aggregated labels on real items against the truth, without QC (a "
-        "control study: the same crowd, seed and items with every rule off and no gold or "
-        "attention checks served, so nobody is stopped; each item's first answers up to the "
-        "redundancy, everyone's) and after the arrow with QC (the answers of the workers QC "
-        "kept, excluded workers' answers asked for again), at equal redundancy: on the items "
-        "both label with that many answers (an item the crowd ran out of work before answering "
-        "again is unfinished; the exclusions list below counts the items compared per row; "
-        "`benchmarks/qc_labels.py`):",
-        "",
-        "| HIT type | mix | answers per item | " + " | ".join(METHOD_NAMES.values()) + " |",
-        "|---|---|---|" + "---|" * len(METHOD_NAMES),
-    ]
-    for r in results:
-        cells = []
-        for method in METHOD_NAMES:
-            full = r["accuracy_all"].get(method)
-            kept = r["accuracy_filtered"].get(method)
-            cells.append("-" if full is None else f"{full:.3f} → {_fmt3(kept)}")
-        lines.append(f"| {r['hit_type']} | {r['mix']} | {r['redundancy']} | " + " | ".join(cells)
-                     + " |")  # fmt: skip
-    return lines
-
-
-def _fmt3(value: Any) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
 
 
 def write_results(block: str) -> None:

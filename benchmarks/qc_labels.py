@@ -20,6 +20,7 @@ measured little of what QC saves a study (benchmarks/RESULTS.md, ninth look).
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from sqlalchemy import delete, func, select
@@ -97,19 +98,89 @@ def compare(
     control: dict[str, dict[str, Any]],
     control_full: set[str],
     truth: dict[str, Any],
-) -> dict[str, dict[str, float | None]]:
+) -> dict[str, Any]:
     """Per method, the accuracy of the control's and of QC's labels against the truth, on
-    the items (label keys are "item/question") both label with their full redundancy; and
-    how many items that is."""
+    the labels (keys "item/question") of the items both label with their full redundancy; how
+    many items that is; and per method the labels QC's made right that the control's had
+    wrong and the other way round ("label_changes": [gained, lost]), so that a cell a point
+    below shows whether that is one label in thirty."""
     both = kept_full & control_full
 
-    def accuracy(got: dict[str, Any], method: str) -> float | None:
-        return label_accuracy({t: v for t, v in got.items() if t in kept.get(method, {})
-                               and t in control.get(method, {})
-                               and t.rsplit("/", 1)[0] in both}, truth)  # fmt: skip
+    def shared(method: str) -> list[str]:
+        ours, theirs = kept.get(method, {}), control.get(method, {})
+        return [t for t in ours if t in theirs and t in truth and t.rsplit("/", 1)[0] in both]
 
+    changes: dict[str, list[int]] = {}
+    for method in kept:
+        right = [(kept[method][t] == truth[t], control[method][t] == truth[t])
+                 for t in shared(method)]  # fmt: skip
+        changes[method] = [sum(k and not c for k, c in right), sum(c and not k for k, c in right)]
     return {
-        "accuracy_all": {m: accuracy(got, m) for m, got in control.items()},
-        "accuracy_filtered": {m: accuracy(got, m) for m, got in kept.items()},
+        "accuracy_all": {m: label_accuracy({t: got[t] for t in shared(m)}, truth)
+                         for m, got in control.items()},
+        "accuracy_filtered": {m: label_accuracy({t: got[t] for t in shared(m)}, truth)
+                              for m, got in kept.items()},
+        "label_changes": changes,
         "labelled_items": len(both),
-    }
+    }  # fmt: skip
+
+
+def combine_labels(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The label figures of runs of one scenario (seeds): mean accuracies, summed changes
+    (runs written before the changes were counted have none)."""
+    out: dict[str, Any] = {}
+    for key in ("accuracy_all", "accuracy_filtered"):
+        methods = sorted({m for run in runs for m in run[key]})
+        out[key] = {
+            m: statistics.mean(run[key][m] for run in runs if run[key].get(m) is not None)
+            for m in methods
+            if any(run[key].get(m) is not None for run in runs)
+        }
+    counted = [run["label_changes"] for run in runs if "label_changes" in run]
+    if len(counted) == len(runs):
+        methods = sorted({m for changes in counted for m in changes})
+        out["label_changes"] = {
+            m: [sum(c.get(m, [0, 0])[i] for c in counted) for i in (0, 1)] for m in methods
+        }
+    return out
+
+
+METHOD_NAMES = {
+    "majority_vote": "majority vote", "dawid_skene": "Dawid-Skene", "mace": "MACE",
+    "ordinal_mean": "ordinal mean", "first_change": "first change",
+    "bradley_terry": "Bradley-Terry",
+}  # fmt: skip
+
+
+def label_table(results: list[dict[str, Any]]) -> list[str]:
+    """The label accuracy table of benchmarks/RESULTS.md's QC block."""
+    lines = [
+        "",
+        "Accuracy of aggregated labels on real items against the truth, without QC (a "
+        "control study: the same crowd, seed and items with every rule off and no gold or "
+        "attention checks served, so nobody is stopped; each item's first answers up to the "
+        "redundancy, everyone's) and after the arrow with QC (the answers of the workers QC "
+        "kept, excluded workers' answers asked for again), at equal redundancy: on the items "
+        "both label with that many answers (an item the crowd ran out of work before answering "
+        "again is unfinished; the exclusions list below counts the items compared per row; "
+        "`benchmarks/qc_labels.py`). In brackets, summed over the runs: labels QC's answers "
+        "got right that the control's got wrong, and the other way round.",
+        "",
+        "| HIT type | mix | answers per item | " + " | ".join(METHOD_NAMES.values()) + " |",
+        "|---|---|---|" + "---|" * len(METHOD_NAMES),
+    ]
+    for r in results:
+        cells = []
+        for method in METHOD_NAMES:
+            full = r["accuracy_all"].get(method)
+            kept = r["accuracy_filtered"].get(method)
+            changes = r.get("label_changes", {}).get(method)
+            moved = "" if changes is None else f" (+{changes[0]} −{changes[1]})"
+            cells.append("-" if full is None else f"{full:.3f} → {_fmt3(kept)}{moved}")
+        lines.append(f"| {r['hit_type']} | {r['mix']} | {r['redundancy']} | " + " | ".join(cells)
+                     + " |")  # fmt: skip
+    return lines
+
+
+def _fmt3(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
