@@ -123,15 +123,12 @@ class ComparisonHit(HitType):
     # qc.gold.threshold to 0.625 for K = 2: threshold_from_chance(0.5)).
     gold_chance: ClassVar[float] = 0.25
     gold_threshold: ClassVar[float] = threshold_from_chance(gold_chance)
-    # A pick is right or wrong (no tolerance), so against a crowd that settles an item a
-    # wrong pick weighs fully: over two QC benchmark runs' 480 careful comparison workers,
-    # replayed every 5 answers (benchmarks/qc_replay.py), the highest posterior of being
-    # below the crowd seen after 6 to 9 judged answers was 0.978 (in one run 0.91), under
-    # the early rule's 0.99; the replay of one run stops bad workers a median of 1 answer
-    # sooner with it (benchmarks/RESULTS.md; not shown live, where runs spread more).
-    # Boundary guesses and ratings, right within one step, swing more (careful boundary
-    # readers reached 0.97 after 6 and 0.96 after 10), so those types wait for 10.
-    crowd_early_answers: ClassVar[int | None] = 6
+    # No early crowd rule (qc.crowd.early_answers; from 2026-11-26 to 2026-11-29 it was 6, at
+    # 0.99): on the QC benchmark's seeds 17 and 18 it stopped a careful worker whose posterior
+    # reached 0.992 after 6 judged answers (3 gold items missed, 2 of them hard ones), and
+    # without it no careful worker of 240 was lost, every kind was still caught at least 0.97
+    # of the time and the median before a stop stayed at 10 (benchmarks/RESULTS.md,
+    # thirteenth look). A study can still set it.
     # Readers split on an item whose best two candidates are close and agree on one with a
     # clear best: weighing each item by that (qc.agreement `_Question.weigh_real`), the QC
     # benchmark's comparison studies (seeds 15 and 16) lost no careful worker of 240 instead

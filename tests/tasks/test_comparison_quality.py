@@ -1,11 +1,11 @@
-"""Comparison's QC defaults: a pick against a crowd that settles the item is a full test, so a
-worker far below the crowd is stopped within a few answers (`below_crowd_early`); the other
-types, where labels right within one step swing a careful worker's early posterior more,
-wait for below_crowd's ten."""
+"""Comparison's QC defaults: real items weighed by how hard readers find them; no type stops a
+worker below the crowd before below_crowd's ten judged answers unless the study asks for it
+(`below_crowd_early`, which on the QC benchmark cost a careful worker and no answers)."""
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from qc.config import parse_qc_config
 from qc.evidence import crowd_evidence
@@ -31,35 +31,35 @@ def crowd_answers(
     return answers
 
 
-def fired(hit_type: str, answers: list[tuple[str, str, int]]) -> dict[str, list[str]]:
-    config = parse_qc_config(get_hit_type(hit_type).validate_qc_config(None))
+def fired(
+    hit_type: str, answers: list[tuple[str, str, int]], qc: dict[str, Any] | None = None
+) -> dict[str, list[str]]:
+    config = parse_qc_config(get_hit_type(hit_type).validate_qc_config(qc))
     evidence = crowd_evidence(answers, config)
     return {worker: [d.rule for d in evaluate({worker: e}, config.rules)]
             for worker, e in evidence.items()}  # fmt: skip
 
 
-def test_a_worker_far_below_the_crowd_is_stopped_within_a_few_comparisons() -> None:
-    config = parse_qc_config(get_hit_type("comparison").validate_qc_config(None))
-    [early] = [r for r in config.rules if r.name == "below_crowd_early"]
-    assert early.min_evidence == {"agreement_n": 6} and early.threshold == 0.99
+def test_a_study_can_stop_a_worker_far_below_the_crowd_within_a_few_comparisons() -> None:
+    early = {"crowd": {"early_answers": 6}}
+    config = parse_qc_config(get_hit_type("comparison").validate_qc_config(early))
+    [rule] = [r for r in config.rules if r.name == "below_crowd_early"]
+    assert rule.min_evidence == {"agreement_n": 6} and rule.threshold == 0.99
     rng = random.Random(4)
     # Five wrong picks are not enough for anyone; seven are for the early rule, before
     # below_crowd's ten.
-    assert fired("comparison", crowd_answers(rng, 20, 10, 5))["guesser"] == []
-    rules = fired("comparison", crowd_answers(rng, 20, 10, 7))
+    assert fired("comparison", crowd_answers(rng, 20, 10, 5), early)["guesser"] == []
+    answers = crowd_answers(rng, 20, 10, 7)
+    rules = fired("comparison", answers, early)
     assert "below_crowd_early" in rules["guesser"] and "below_crowd" not in rules["guesser"]
     assert all(not found for worker, found in rules.items() if worker != "guesser"), rules
+    # By default the same seven wait for ten.
+    assert fired("comparison", answers)["guesser"] == []
     # One pick right in seven leaves the posterior between below_crowd's 0.95 and the early
     # rule's 0.99: credible enough after ten answers, not after seven.
     answers = crowd_answers(random.Random(4), 20, 10, 7, right=1)
-    config = parse_qc_config(get_hit_type("comparison").validate_qc_config(None))
     assert 0.95 < crowd_evidence(answers, config)["guesser"]["agreement_below_prob"] < 0.99
-    assert fired("comparison", answers)["guesser"] == []
-    # The study can turn it off.
-    off = parse_qc_config(
-        get_hit_type("comparison").validate_qc_config({"crowd": {"early_answers": None}})
-    )
-    assert "below_crowd_early" not in {r.name for r in off.rules}
+    assert fired("comparison", answers, early)["guesser"] == []
 
 
 def test_comparisons_weigh_each_item_by_how_hard_readers_find_it_by_default() -> None:
@@ -73,9 +73,10 @@ def test_comparisons_weigh_each_item_by_how_hard_readers_find_it_by_default() ->
     assert parse_qc_config(stored).crowd.real_difficulty is False
 
 
-def test_the_other_types_wait_for_ten_answers() -> None:
-    for hit_type in ("boundary", "likert", "form"):
+def test_every_type_waits_for_ten_answers_by_default() -> None:
+    for hit_type in ("boundary", "likert", "comparison", "form"):
         config = parse_qc_config(get_hit_type(hit_type).validate_qc_config(None))
         assert config.crowd.early_answers is None
-        assert config.crowd.real_difficulty is False  # not measured on them yet
         assert "below_crowd_early" not in {r.name for r in config.rules}, hit_type
+        if hit_type != "comparison":
+            assert config.crowd.real_difficulty is False  # not measured on them yet
