@@ -149,8 +149,12 @@ class CrowdPolicy:
     answers after which the `below_crowd_early` rule stops a worker whose accuracy against
     the crowd is below the threshold at early_credibility, before `below_crowd`'s 10 (None:
     no such rule; a HIT type sets it where careful workers' early posteriors stay clear of
-    it, see `tasks.base.HitType.crowd_early_answers`). Like the gold policy's credibility,
-    the two shape the default rules only: a config that lists its rules keeps them.
+    it, see `tasks.base.HitType.crowd_early_answers`); min_items: judged items (not tasks:
+    a form's fields or a Likert item's attributes are tasks of one item) `below_crowd` also
+    waits for, beside its 10 tasks (None: the 10 tasks alone; a HIT type sets
+    it where an item's fields swing a careful worker's early posterior, see
+    `tasks.base.HitType.crowd_min_items`). Like the gold policy's credibility, these shape
+    the default rules only: a config that lists its rules keeps them.
     real_difficulty: weigh each real task of categorical labels by how hard readers find it
     (how often the other answers agree), as gold is weighed: a task readers split on tests
     less, one they all agree on more (`qc.agreement`, `_Question.weigh_real`).
@@ -165,6 +169,7 @@ class CrowdPolicy:
     doubt_checks: float = 0.8
     early_answers: int | None = None
     early_credibility: float = 0.99
+    min_items: int | None = None
     real_difficulty: bool = False
 
     def __post_init__(self) -> None:
@@ -172,6 +177,8 @@ class CrowdPolicy:
         _check_share("qc.crowd.early_credibility", self.early_credibility, open_low=True)
         if self.early_answers is not None:
             _check_count("qc.crowd.early_answers", self.early_answers, 1)
+        if self.min_items is not None:
+            _check_count("qc.crowd.min_items", self.min_items, 1)
         _check_share("qc.crowd.doubt_checks", self.doubt_checks)
         _check_count("qc.crowd.window", self.window, 1)
         _check_count("qc.crowd.min_others", self.min_others, 1)

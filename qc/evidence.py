@@ -149,7 +149,8 @@ def crowd_doubt(evidence: Mapping[str, Any]) -> float | None:
 
 # A worker's crowd metrics before any task of theirs has enough other answers.
 NO_CROWD: dict[str, Any] = {
-    "agreement_n": 0, "agreement": None, "agreement_chance": None, "agreement_threshold": None,
+    "agreement_n": 0, "agreement_items": 0, "agreement": None, "agreement_chance": None,
+    "agreement_threshold": None,
     "agreement_below_prob": None, "recent_agreement": None, "recent_below_prob": None,
     "collusion_partners": 0, "collusion_group": [], "collusion_pairs": [],
     "stopped_reading_prob": None, "stopped_reading_n": 0, "stopped_reading_since": None,
@@ -179,17 +180,17 @@ def crowd_evidence(
     order. `ordinal_questions`: where
     `ordinal` is False, the questions whose labels are points on a scale all the same (a
     form's ratings), which collusion reads as offsets from the consensus.
-    Keys: agreement_n (tasks judged), agreement (the estimated accuracy against the crowd's
-    posterior of the truth), agreement_chance (a random answer's), agreement_threshold
-    (chance + margin * (crowd - chance)), agreement_below_prob (P(accuracy < threshold)),
-    recent_agreement and recent_below_prob (the same over the last `window` tasks),
-    collusion_partners (how many), collusion_group (the sorted group the worker is in) and
-    collusion_pairs (the evidence of each pair), stopped_reading_prob (P(not reading now)
-    from answers and checks together, with one possible switch: qc.drift), stopped_reading_n
-    (the events it rests on) and stopped_reading_since (the events before the most probable
-    switch; None while most probably reading) and check_rate (the chance of an extra attention
-    check next while that posterior doubts them: qc.attention.doubt_check_rate); the last four
-    for `focus` and the groups they are in only (None and 0 for the others).
+    Keys: agreement_n (tasks judged), agreement_items (the items they are of), agreement (the
+    estimated accuracy against the crowd's posterior of the truth), agreement_chance (a random
+    answer's), agreement_threshold (chance + margin * (crowd - chance)), agreement_below_prob
+    (P(accuracy < threshold)), recent_agreement and recent_below_prob (the same over the last
+    `window` tasks), collusion_partners (how many), collusion_group (the sorted group the worker
+    is in) and collusion_pairs (the evidence of each pair), stopped_reading_prob (P(not reading
+    now) from answers and checks together, with one possible switch: qc.drift),
+    stopped_reading_n (the events it rests on) and stopped_reading_since (the events before the
+    most probable switch; None while most probably reading) and check_rate (the chance of an
+    extra attention check next while that posterior doubts them: qc.attention.doubt_check_rate);
+    the last four for `focus` and the groups they are in only (None and 0 for the others).
 
     >>> from qc.config import parse_qc_config
     >>> answers = [(f"i{i}/best", w, i % 4) for i in range(12) for w in "abcde"]
@@ -252,6 +253,7 @@ def crowd_evidence(
             recent_mean, _ = agreement.recent(worker)
             metrics.update(
                 agreement_n=n,
+                agreement_items=agreement.items_[worker],
                 agreement=round(agreement.agreement_[worker], 4),
                 agreement_chance=round(agreement.chance_[worker], 4),
                 agreement_threshold=round(threshold, 4),

@@ -50,6 +50,7 @@ METRICS: tuple[str, ...] = (
     "gold_below_prob",
     "gold_rate",
     "agreement_n",
+    "agreement_items",
     "agreement",
     "agreement_below_prob",
     "recent_agreement",
@@ -183,10 +184,13 @@ class GoldSettings(Protocol):
 
 
 class CrowdSettings(Protocol):
-    """What the early crowd rule reads of a crowd policy (qc.config.CrowdPolicy)."""
+    """What the default crowd rules read of a crowd policy (qc.config.CrowdPolicy)."""
 
     @property
     def early_answers(self) -> int | None: ...
+
+    @property
+    def min_items(self) -> int | None: ...
 
     @property
     def early_credibility(self) -> float: ...
@@ -196,7 +200,8 @@ def default_rules(
     gold: GoldSettings | None = None, crowd: CrowdSettings | None = None
 ) -> tuple[Rule, ...]:
     """The standard rules; the gold rule takes its credibility and min_gold from `gold`, and
-    `crowd` adds `below_crowd_early` where its early_answers is set.
+    `crowd` adds `below_crowd_early` where its early_answers is set and makes `below_crowd`
+    wait for its min_items judged items too.
 
     `DEFAULT_RULES` is this with the default policies (credibility 0.95, min_gold 3, no early
     crowd rule); `parse_qc_config` calls it with the study's own when the study sets no rules.
@@ -211,6 +216,9 @@ def default_rules(
     # Drift is tested anew on every refresh, over a short window: it needs stronger evidence
     # than a test of the whole record, or careful workers would trip it by the many looks.
     drift = 1 - (1 - credibility) / 5
+    below: dict[str, float] = {"agreement_n": 10}
+    if crowd is not None and crowd.min_items is not None:
+        below["agreement_items"] = crowd.min_items
     table: list[tuple[str, str, float, Action, dict[str, float], str]] = [
         # name, metric (compared with >=), threshold, action, min_evidence, description
         # A failure rate credibly above careful people's slips, and three failures at least,
@@ -229,7 +237,7 @@ def default_rules(
         # the rules above and below see apart (qc.drift).
         ("stopped_reading", "stopped_reading_prob", drift, soft, {"stopped_reading_n": 4},
          "Answers and attention checks together: credibly not reading now."),
-        ("below_crowd", "agreement_below_prob", credibility, soft, {"agreement_n": 10},
+        ("below_crowd", "agreement_below_prob", credibility, soft, below,
          "Accuracy against the crowd credibly closer to chance than to the crowd's."),
         # The recent window alone, looked at on every refresh: firmer still, since
         # stopped_reading covers the same ground with the attention checks too.

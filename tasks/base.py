@@ -177,6 +177,7 @@ class HitType(ABC):
         crowd = raw.get("crowd")
         if crowd is None or isinstance(crowd, Mapping):
             own = {"early_answers": self.crowd_early_answers,
+                   "min_items": self.crowd_min_items,
                    "real_difficulty": self.crowd_real_difficulty}  # fmt: skip
             own = {k: v for k, v in own.items() if v is not None and v is not False}
             raw = {**raw, "crowd": {**own, **(crowd or {})}}
@@ -299,6 +300,9 @@ class HitType(ABC):
     # the crowd is stopped, before below_crowd's 10 (qc.config.CrowdPolicy.early_answers);
     # None: not before 10. Set where careful workers' early posteriors stay well clear of it.
     crowd_early_answers: ClassVar[int | None] = None
+    # Judged items (not tasks: a form's fields, a Likert item's attributes) below_crowd also
+    # waits for, beside its 10 tasks (qc.config.CrowdPolicy.min_items); None: the 10 alone.
+    crowd_min_items: ClassVar[int | None] = None
     # Whether agreement with the crowd weighs each real task by how hard readers find it
     # (qc.config.CrowdPolicy.real_difficulty); on where the QC benchmark measured it.
     crowd_real_difficulty: ClassVar[bool] = False

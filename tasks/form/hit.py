@@ -206,6 +206,12 @@ class FormHit(HitType):
 
     # -- quality control ---------------------------------------------------------------------
     gold_threshold: ClassVar[float] = 0.5
+    # Below the crowd only after 8 items judged, not 10 fields (5 items of two fields): on the
+    # QC benchmark's form studies (seeds 17 and 18, half bad) careful readers' highest
+    # posterior of being below the crowd was 0.97 to 0.98 after 10 and 12 fields, over
+    # below_crowd's 0.95, which stopped 2 of 96; after 14 it was 0.79, after 16 0.65
+    # (benchmarks/RESULTS.md, thirteenth look).
+    crowd_min_items: ClassVar[int | None] = 8
     aggregation_methods: ClassVar[tuple[str, ...]] = (
         "majority_vote",
         "dawid_skene",
