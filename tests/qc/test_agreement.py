@@ -102,6 +102,16 @@ def test_a_worker_never_agrees_with_themselves_and_known_answers_judge_alone() -
     assert gold.prob_below("a", 0.5) < gold.prob_below("b", 0.5)
 
 
+def test_the_items_judged_count_each_items_questions_once() -> None:
+    # Six items of two questions; a answers both questions of the first three only.
+    answers = [(f"i{t}/{q}", w, t % 3) for t in range(6) for q in ("rating", "verdict")
+               for w in "bcd"]  # fmt: skip
+    answers += [(f"i{t}/{q}", "a", 0) for t in range(3) for q in ("rating", "verdict")]
+    model = CrowdAgreement(min_others=2).fit(answers)
+    assert model.n_["a"] == 6 and model.items_["a"] == 3
+    assert model.n_["b"] == 12 and model.items_["b"] == 6
+
+
 def test_a_task_the_others_leave_open_says_nothing() -> None:
     # The others split evenly on every task, each for either side as often: no label is more
     # likely than another.

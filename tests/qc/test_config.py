@@ -74,6 +74,15 @@ def test_the_early_crowd_rule_follows_the_crowd_policy() -> None:
     assert parse_qc_config(config.to_json()) == config
 
 
+def test_below_crowd_waits_for_the_crowd_policys_items() -> None:
+    [rule] = [r for r in parse_qc_config(None).rules if r.name == "below_crowd"]
+    assert rule.min_evidence == {"agreement_n": 10}
+    config = parse_qc_config({"crowd": {"min_items": 8}})
+    [rule] = [r for r in config.rules if r.name == "below_crowd"]
+    assert rule.min_evidence == {"agreement_n": 10, "agreement_items": 8}
+    assert parse_qc_config(config.to_json()) == config
+
+
 def test_round_trip() -> None:
     raw: dict[str, Any] = {
         "gold": {
@@ -160,6 +169,8 @@ def test_round_trip() -> None:
         ({"crowd": {"early_answers": 0}}, "qc.crowd.early_answers must be a whole number of 1"),
         ({"crowd": {"early_answers": 6.5}}, "qc.crowd.early_answers must be a whole number"),
         ({"crowd": {"early_answers": True}}, "qc.crowd.early_answers must be a whole number"),
+        ({"crowd": {"min_items": 0}}, "qc.crowd.min_items must be a whole number of 1"),
+        ({"crowd": {"min_items": "8"}}, "qc.crowd.min_items must be a whole number"),
         ({"crowd": {"early_credibility": 0}}, "qc.crowd.early_credibility must be a number g"),
         ({"crowd": {"early_credibility": 1.2}}, "qc.crowd.early_credibility must be a number"),
         ({"rules": {"name": "x"}}, "qc.rules must be a list"),
