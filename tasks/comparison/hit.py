@@ -123,12 +123,12 @@ class ComparisonHit(HitType):
     # qc.gold.threshold to 0.625 for K = 2: threshold_from_chance(0.5)).
     gold_chance: ClassVar[float] = 0.25
     gold_threshold: ClassVar[float] = threshold_from_chance(gold_chance)
-    # No early crowd rule (qc.crowd.early_answers; from 2026-11-26 to 2026-11-29 it was 6, at
-    # 0.99): on the QC benchmark's seeds 17 and 18 it stopped a careful worker whose posterior
-    # reached 0.992 after 6 judged answers (3 gold items missed, 2 of them hard ones), and
-    # without it no careful worker of 240 was lost, every kind was still caught at least 0.97
-    # of the time and the median before a stop stayed at 10 (benchmarks/RESULTS.md,
-    # thirteenth look). A study can still set it.
+    # No early crowd rule (qc.crowd.early_answers; until 2026-11-29 it was 6, at 0.99): on
+    # the QC benchmark's seeds 17 and 18 it stopped a careful worker whose posterior reached
+    # 0.992 after 6 judged answers (3 gold items missed) and the median before a stop was 10
+    # with it and without; on seeds 15 and 16 it was 9 with it, 11 without. Without it no
+    # careful worker of 480 was lost (benchmarks/RESULTS.md, thirteenth look): a worker
+    # wrongly stopped is a person, a bad worker's extra answer is money. A study can set it.
     # Readers split on an item whose best two candidates are close and agree on one with a
     # clear best: weighing each item by that (qc.agreement `_Question.weigh_real`), the QC
     # benchmark's comparison studies (seeds 15 and 16) lost no careful worker of 240 instead

@@ -238,7 +238,8 @@ def test_approving_a_worker_the_early_crowd_rule_stopped_clears_below_crowd_too(
 ) -> None:
     # Both rules read agreement_below_prob: an approval after the early rule would not
     # survive the tenth judged answer if it cleared the early rule alone.
-    study_id = make_study(items(), {"annotations_per_item": 3}, hit_type="comparison")
+    early = {"annotations_per_item": 3, "qc": {"crowd": {"early_answers": 6}}}
+    study_id = make_study(items(), early, hit_type="comparison")
     who = join(client, auth, external_id="early")
     assert answer(client, who, study_id, lambda texts, query: 0)
     with db.session() as session:
