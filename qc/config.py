@@ -151,8 +151,8 @@ class CrowdPolicy:
     no such rule; a HIT type sets it where careful workers' early posteriors stay clear of
     it, see `tasks.base.HitType.crowd_early_answers`); min_items: judged items (not tasks:
     a form's fields or a Likert item's attributes are tasks of one item) `below_crowd` also
-    waits for, beside its 10 tasks (None: the 10 tasks alone; a HIT type sets
-    it where an item's fields swing a careful worker's early posterior, see
+    waits for, beside its 10 tasks (None: the 10 tasks alone; a HIT type sets it where an
+    item's fields swing a careful worker's early posterior, see
     `tasks.base.HitType.crowd_min_items`). Like the gold policy's credibility, these shape
     the default rules only: a config that lists its rules keeps them.
     real_difficulty: weigh each real task of categorical labels by how hard readers find it
