@@ -110,15 +110,16 @@ def compare(
         ours, theirs = kept.get(method, {}), control.get(method, {})
         return [t for t in ours if t in theirs and t in truth and t.rsplit("/", 1)[0] in both]
 
+    on = {method: shared(method) for method in {*kept, *control}}
     changes: dict[str, list[int]] = {}
     for method in kept:
         right = [(kept[method][t] == truth[t], control[method][t] == truth[t])
-                 for t in shared(method)]  # fmt: skip
+                 for t in on[method]]  # fmt: skip
         changes[method] = [sum(k and not c for k, c in right), sum(c and not k for k, c in right)]
     return {
-        "accuracy_all": {m: label_accuracy({t: got[t] for t in shared(m)}, truth)
+        "accuracy_all": {m: label_accuracy({t: got[t] for t in on[m]}, truth)
                          for m, got in control.items()},
-        "accuracy_filtered": {m: label_accuracy({t: got[t] for t in shared(m)}, truth)
+        "accuracy_filtered": {m: label_accuracy({t: got[t] for t in on[m]}, truth)
                               for m, got in kept.items()},
         "label_changes": changes,
         "labelled_items": len(both),
