@@ -450,8 +450,8 @@ class _Question:
         real = self.judged & (self.truth[self.task] < 0)
         if k < 2 or not real.any() or not (self.close == np.eye(k)).all():
             return  # ordinal labels: agreement within tolerance is no such simple function
-        tasks, t, x = len(self.tasks), self.task, self.label
-        w = np.clip((skill[self.worker] - 1 / k) / (1 - 1 / k), 0.0, 1.0)
+        tasks, t, x, c = len(self.tasks), self.task, self.label, 1 / k
+        w = np.clip((skill[self.worker] - c) / (1 - c), 0.0, 1.0)
         total = np.bincount(t, weights=w, minlength=tasks)
         squares = np.bincount(t, weights=w * w, minlength=tasks)
         by_label = np.bincount(t * k + x, weights=w, minlength=tasks * k).reshape(tasks, k)
@@ -461,13 +461,12 @@ class _Question:
         if pairs_all[is_real].sum() <= 0:
             return
         overall = _accuracy_of_agreement(agree_all[is_real].sum() / pairs_all[is_real].sum(), k)
-        c = 1 / k
         if overall <= c:
             return
         # Leave the answer's own worker out of every pair.
         agree = agree_all[t] - w * (by_label[t, x] - w)
         pairs = pairs_all[t] - w * (total[t] - w)
-        share = np.divide(agree, pairs, out=np.full(len(t), 1 / k), where=pairs > 1e-12)
+        share = np.divide(agree, pairs, out=np.full(len(t), c), where=pairs > 1e-12)
         readers = total[t] - w
         on_task = (readers * _accuracy_of_agreement(share, k) + DIFFICULTY_PRIOR * overall) / (
             readers + DIFFICULTY_PRIOR

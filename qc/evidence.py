@@ -69,8 +69,6 @@ def worker_evidence(
     signals = WorkerSignals(config.anomalies).fit(rows)
     policy = config.gold
 
-    # With a fitted `gold` passed in, the rows' gold is not gathered again.
-    gather_gold = gold is None
     gold_results: list[tuple[str, str, float]] = []
     checks: dict[str, int] = {}
     failed: dict[str, int] = {}
@@ -83,7 +81,7 @@ def worker_evidence(
         if row.get("rater_group") is not None:
             groups.setdefault(worker, set()).add(str(row["rater_group"]))
         if row["kind"] == "gold" and row.get("gold_accuracy") is not None:
-            if gather_gold:
+            if gold is None:  # a fitted `gold` passed in needs the rows' gold no more
                 gold_results.append((worker, str(row["item"]), row["gold_accuracy"]))
         elif row["kind"] == "attention":
             checks[worker] = checks.get(worker, 0) + 1

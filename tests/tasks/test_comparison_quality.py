@@ -5,6 +5,7 @@ worker below the crowd before below_crowd's ten judged answers unless the study 
 from __future__ import annotations
 
 import random
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from qc.config import parse_qc_config
@@ -32,7 +33,7 @@ def crowd_answers(
 
 
 def fired(
-    hit_type: str, answers: list[tuple[str, str, int]], qc: dict[str, Any] | None = None
+    hit_type: str, answers: Sequence[tuple[str, str, Hashable]], qc: dict[str, Any] | None = None
 ) -> dict[str, list[str]]:
     config = parse_qc_config(get_hit_type(hit_type).validate_qc_config(qc))
     evidence = crowd_evidence(answers, config)

@@ -7,8 +7,8 @@ import random
 
 from qc.config import parse_qc_config
 from qc.evidence import crowd_evidence
-from qc.rules import evaluate
 from tasks import get_hit_type
+from tests.tasks.test_comparison_quality import fired
 
 K = 4
 FIELDS = ("verdict", "topic")
@@ -27,13 +27,6 @@ def form_answers(rng: random.Random, items: int, guesser_items: int) -> list[tup
     return answers
 
 
-def fired(answers: list[tuple[str, str, str]]) -> dict[str, list[str]]:
-    config = parse_qc_config(get_hit_type("form").validate_qc_config(None))
-    evidence = crowd_evidence(answers, config)
-    return {worker: [d.rule for d in evaluate({worker: e}, config.rules)]
-            for worker, e in evidence.items()}  # fmt: skip
-
-
 def test_below_crowd_waits_for_eight_form_items_not_ten_fields() -> None:
     config = parse_qc_config(get_hit_type("form").validate_qc_config(None))
     assert config.crowd.min_items == 8
@@ -45,9 +38,9 @@ def test_below_crowd_waits_for_eight_form_items_not_ten_fields() -> None:
     evidence = crowd_evidence(six, config)["guesser"]
     assert (evidence["agreement_n"], evidence["agreement_items"]) == (12, 6)
     assert evidence["agreement_below_prob"] > 0.99
-    assert "below_crowd" not in fired(six)["guesser"]
+    assert "below_crowd" not in fired("form", six)["guesser"]
     # Eight items are enough; no careful reader is stopped.
-    rules = fired(form_answers(random.Random(2), 20, 8))
+    rules = fired("form", form_answers(random.Random(2), 20, 8))
     assert "below_crowd" in rules["guesser"]
     assert all(not found for worker, found in rules.items() if worker != "guesser"), rules
     # A study can count fields alone again.
