@@ -49,8 +49,9 @@ class GoldPolicy:
     """When gold answers say a worker is below par, and how often to serve gold items.
 
     threshold: lowest acceptable gold accuracy; credibility: posterior probability needed to
-    call a worker below threshold; min_gold: gold answers needed before any decision;
-    trusted: accuracy above which gold serving tapers (until the crowd has judged the worker:
+    call a worker below threshold; min_gold: gold answers needed before any decision, and
+    before the crowd's vouching may lower the gold rate; trusted: accuracy above which gold
+    serving tapers (until the crowd has judged the worker and min_gold gold answers are in:
     then their doubt against the crowd sets the rate, see `qc.gold.gold_rate`);
     min_rate/max_rate: bounds of the gold serving rate; prior: Beta prior (alpha, beta) on a
     worker's gold accuracy; shared_order: serve the unseen gold item most workers answered

@@ -240,6 +240,13 @@ def gold_rate(
     every gold answer in full, where the gold rule weighs them by difficulty (`fit_items`):
     a worker whose misses were on hard items meets more gold, which settles their case.
 
+    The crowd's vouching counts only once the worker has answered `min_gold` gold items;
+    before, their doubt is the larger of crowd_doubt and the gold-alone P(gold accuracy <
+    trusted). Early vouching rests on two or three real items, and workers who answer alike
+    vouch for each other where they meet: in the QC benchmark a ring of colluders who met
+    on the same real items stood at 0.7 against the crowd while guessing, and one of them
+    met one gold item in its first 20 answers.
+
     >>> policy = GoldPolicy()
     >>> round(gold_rate(1, 1, policy), 3), round(gold_rate(21, 1, policy), 3)
     (0.61, 0.056)
@@ -247,12 +254,20 @@ def gold_rate(
     0.181
     >>> round(gold_rate(4, 2, policy, crowd_doubt=0.7), 3)
     0.54
+    >>> round(gold_rate(2, 1, policy, crowd_doubt=0.01), 3)  # 1 gold answer: not yet vouched
+    0.498
     """
     _check_prior((alpha, beta))
-    if crowd_doubt is None:
-        doubt = float(stats.beta.cdf(policy.trusted, alpha, beta))
-    else:
+    if crowd_doubt is not None:
         _check_unit("crowd_doubt", crowd_doubt)
+    # Each gold answer adds 1 to alpha + beta (its accuracy to alpha, the rest to beta).
+    answered = alpha + beta - sum(policy.prior)
+    alone = float(stats.beta.cdf(policy.trusted, alpha, beta))
+    if crowd_doubt is None:
+        doubt = alone
+    elif answered < policy.min_gold - 1e-9:
+        doubt = max(crowd_doubt, alone)
+    else:
         doubt = max(crowd_doubt, float(stats.beta.cdf(policy.threshold, alpha, beta)))
     return policy.min_rate + (policy.max_rate - policy.min_rate) * doubt
 

@@ -98,6 +98,28 @@ def test_once_the_crowd_has_judged_a_worker_its_doubt_sets_the_gold_rate() -> No
         gold_rate(1, 1, policy, crowd_doubt=1.5)
 
 
+def test_the_crowd_vouches_for_a_worker_only_after_min_gold_gold_answers() -> None:
+    # A ring answering alike vouches for its members on the real items where they meet: the
+    # crowd's early word must not stop gold from reaching a worker who has met almost none.
+    policy = GoldPolicy(min_gold=3)
+    for right, answered in ((0, 0), (1, 1), (2, 2)):
+        posterior = (1 + right, 1 + answered - right)
+        alone = gold_rate(*posterior, policy)
+        assert gold_rate(*posterior, policy, crowd_doubt=0.0) == pytest.approx(alone)
+        assert alone > 0.4
+        # A crowd that doubts the worker more than gold does still raises the rate.
+        assert gold_rate(*posterior, policy, crowd_doubt=0.99) == pytest.approx(0.05 + 0.7 * 0.99)
+    # The third gold answer is in: the crowd's vouching counts.
+    assert gold_rate(1 + 3, 1, policy, crowd_doubt=0.0) < 0.1
+    # Partly right answers count as answers too (each adds 1 to alpha + beta).
+    three = (1 + 2.5, 1 + 0.5)
+    assert gold_rate(*three, policy, crowd_doubt=0.0) < gold_rate(*three, policy) - 0.2
+    two = (1 + 1.5, 1 + 0.5)
+    assert gold_rate(*two, policy, crowd_doubt=0.0) == pytest.approx(gold_rate(*two, policy))
+    # min_gold 1: one gold answer is enough.
+    assert gold_rate(2, 1, GoldPolicy(min_gold=1), crowd_doubt=0.0) < gold_rate(2, 1, policy) - 0.2
+
+
 def test_gold_rate_with_equal_bounds_is_constant() -> None:
     policy = GoldPolicy(min_rate=0.2, max_rate=0.2)
     assert gold_rate(1, 1, policy) == pytest.approx(0.2)
