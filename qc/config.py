@@ -49,10 +49,11 @@ class GoldPolicy:
     """When gold answers say a worker is below par, and how often to serve gold items.
 
     threshold: lowest acceptable gold accuracy; credibility: posterior probability needed to
-    call a worker below threshold; min_gold: gold answers needed before any decision, and
-    before the crowd's vouching may lower the gold rate; trusted: accuracy above which gold
-    serving tapers (until the crowd has judged the worker and min_gold gold answers are in:
-    then their doubt against the crowd sets the rate, see `qc.gold.gold_rate`);
+    call a worker below threshold; min_gold: gold answers needed before any decision;
+    trusted: accuracy above which gold serving tapers (until the crowd has judged the worker:
+    then their doubt against the crowd sets the rate, see `qc.gold.gold_rate`); vouch_after:
+    gold answers a worker needs before the crowd's vouching may lower their gold rate (0:
+    from the crowd's first comparison; before, the crowd can raise the rate, not lower it);
     min_rate/max_rate: bounds of the gold serving rate; prior: Beta prior (alpha, beta) on a
     worker's gold accuracy; shared_order: serve the unseen gold item most workers answered
     or hold (ties at random), so workers meet the same gold and collusion is tested on
@@ -73,9 +74,11 @@ class GoldPolicy:
     shared_order: bool = True
     by_difficulty: bool = True
     chance: float | None = None
+    vouch_after: int = 0
 
     def __post_init__(self) -> None:
         _check_share("qc.gold.threshold", self.threshold)
+        _check_count("qc.gold.vouch_after", self.vouch_after, 0)
         _check_share("qc.gold.credibility", self.credibility, open_low=True)
         _check_count("qc.gold.min_gold", self.min_gold, 1)
         _check_share("qc.gold.trusted", self.trusted)

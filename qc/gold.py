@@ -240,12 +240,15 @@ def gold_rate(
     every gold answer in full, where the gold rule weighs them by difficulty (`fit_items`):
     a worker whose misses were on hard items meets more gold, which settles their case.
 
-    The crowd's vouching counts only once the worker has answered `min_gold` gold items;
-    before, their doubt is the larger of crowd_doubt and the gold-alone P(gold accuracy <
-    trusted). Early vouching rests on two or three real items, and workers who answer alike
-    vouch for each other where they meet: in the QC benchmark a ring of colluders who met
-    on the same real items stood at 0.7 against the crowd while guessing, and one of them
-    met one gold item in its first 20 answers.
+    With the policy's `vouch_after` (0 by default), the crowd's vouching counts only once
+    the worker has answered that many gold items; before, their doubt is the larger of
+    crowd_doubt and the gold-alone P(gold accuracy < trusted). Early vouching rests on two or
+    three real items, and workers who answer alike vouch for each other where they meet: in
+    the QC benchmark a ring of colluders who met on the same real items stood at 0.7
+    against the crowd while guessing, and one of them met one gold item in its first 20
+    answers. More gold early also means more gold misses early for careful workers: the
+    benchmark measured both sides (benchmarks/RESULTS.md, fourteenth look), so it is a
+    study's choice.
 
     >>> policy = GoldPolicy()
     >>> round(gold_rate(1, 1, policy), 3), round(gold_rate(21, 1, policy), 3)
@@ -254,7 +257,7 @@ def gold_rate(
     0.181
     >>> round(gold_rate(4, 2, policy, crowd_doubt=0.7), 3)
     0.54
-    >>> round(gold_rate(2, 1, policy, crowd_doubt=0.01), 3)  # 1 gold answer: not yet vouched
+    >>> round(gold_rate(2, 1, GoldPolicy(vouch_after=3), crowd_doubt=0.01), 3)  # 1 of 3 in
     0.498
     """
     _check_prior((alpha, beta))
@@ -265,7 +268,7 @@ def gold_rate(
     alone = float(stats.beta.cdf(policy.trusted, alpha, beta))
     if crowd_doubt is None:
         doubt = alone
-    elif answered < policy.min_gold - 1e-9:
+    elif answered < policy.vouch_after - 1e-9:
         doubt = max(crowd_doubt, alone)
     else:
         doubt = max(crowd_doubt, float(stats.beta.cdf(policy.threshold, alpha, beta)))

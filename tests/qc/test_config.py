@@ -119,6 +119,8 @@ def test_round_trip() -> None:
         ({"gold": {"credibility": 1.01}}, "qc.gold.credibility must be"),
         ({"gold": {"min_gold": 0}}, "qc.gold.min_gold must be a whole number of 1 or more"),
         ({"gold": {"min_gold": 2.5}}, "qc.gold.min_gold must be a whole number"),
+        ({"gold": {"vouch_after": -1}}, "qc.gold.vouch_after must be a whole number of 0 or more"),
+        ({"gold": {"vouch_after": True}}, "qc.gold.vouch_after must be a whole number"),
         ({"gold": {"trusted": -0.1}}, "qc.gold.trusted must be a number between 0 and 1"),
         ({"gold": {"min_rate": -0.1}}, "qc.gold.min_rate must be a number between 0 and 1"),
         ({"gold": {"max_rate": 1.1}}, "qc.gold.max_rate must be a number between 0 and 1"),

@@ -74,6 +74,18 @@ def test_a_worker_the_crowd_doubts_of_late_meets_more_gold() -> None:
     )
 
 
+def test_a_study_with_vouch_after_keeps_gold_coming_until_that_many_gold_answers() -> None:
+    # One gold answer, right, and a crowd that vouches after two real items: by default the
+    # crowd's word lowers the gold rate at once; with vouch_after 3 it does not yet.
+    rows = [row("w", "gold", 1), row("w", "real", 2), row("w", "real", 3)]
+    crowd = {"w": {"agreement_n": 2, "agreement_below_prob": 0.01}}
+    default = worker_evidence(rows, parse_qc_config(None), crowd)["w"]
+    waiting = worker_evidence(rows, parse_qc_config({"gold": {"vouch_after": 3}}), crowd)["w"]
+    assert default["gold_n"] == waiting["gold_n"] == 1
+    assert default["gold_rate"] < 0.3
+    assert waiting["gold_rate"] > 0.45
+
+
 def test_every_rule_metric_is_present_and_evidence_is_attached() -> None:
     rows = [row("a", "real", 1, seconds=0.2)]
     out = worker_evidence(rows, parse_qc_config(None))["a"]

@@ -98,10 +98,10 @@ def test_once_the_crowd_has_judged_a_worker_its_doubt_sets_the_gold_rate() -> No
         gold_rate(1, 1, policy, crowd_doubt=1.5)
 
 
-def test_the_crowd_vouches_for_a_worker_only_after_min_gold_gold_answers() -> None:
+def test_with_vouch_after_the_crowd_vouches_only_after_that_many_gold_answers() -> None:
     # A ring answering alike vouches for its members on the real items where they meet: the
     # crowd's early word must not stop gold from reaching a worker who has met almost none.
-    policy = GoldPolicy(min_gold=3)
+    policy = GoldPolicy(vouch_after=3)
     for right, answered in ((0, 0), (1, 1), (2, 2)):
         posterior = (1 + right, 1 + answered - right)
         alone = gold_rate(*posterior, policy)
@@ -116,8 +116,12 @@ def test_the_crowd_vouches_for_a_worker_only_after_min_gold_gold_answers() -> No
     assert gold_rate(*three, policy, crowd_doubt=0.0) < gold_rate(*three, policy) - 0.2
     two = (1 + 1.5, 1 + 0.5)
     assert gold_rate(*two, policy, crowd_doubt=0.0) == pytest.approx(gold_rate(*two, policy))
-    # min_gold 1: one gold answer is enough.
-    assert gold_rate(2, 1, GoldPolicy(min_gold=1), crowd_doubt=0.0) < gold_rate(2, 1, policy) - 0.2
+    # vouch_after 1: one gold answer is enough; 0 (the default): the crowd counts at once.
+    one = GoldPolicy(vouch_after=1)
+    assert gold_rate(2, 1, one, crowd_doubt=0.0) < gold_rate(2, 1, policy) - 0.2
+    assert gold_rate(2, 1, GoldPolicy(), crowd_doubt=0.0) == pytest.approx(
+        gold_rate(2, 1, one, crowd_doubt=0.0)
+    )
 
 
 def test_gold_rate_with_equal_bounds_is_constant() -> None:
