@@ -78,9 +78,9 @@ class GoldPolicy:
 
     def __post_init__(self) -> None:
         _check_share("qc.gold.threshold", self.threshold)
-        _check_count("qc.gold.vouch_after", self.vouch_after, 0)
         _check_share("qc.gold.credibility", self.credibility, open_low=True)
         _check_count("qc.gold.min_gold", self.min_gold, 1)
+        _check_count("qc.gold.vouch_after", self.vouch_after, 0)
         _check_share("qc.gold.trusted", self.trusted)
         _check_share("qc.gold.min_rate", self.min_rate)
         _check_share("qc.gold.max_rate", self.max_rate)

@@ -265,13 +265,10 @@ def gold_rate(
         _check_unit("crowd_doubt", crowd_doubt)
     # Each gold answer adds 1 to alpha + beta (its accuracy to alpha, the rest to beta).
     answered = alpha + beta - sum(policy.prior)
-    alone = float(stats.beta.cdf(policy.trusted, alpha, beta))
-    if crowd_doubt is None:
-        doubt = alone
-    elif answered < policy.vouch_after - 1e-9:
-        doubt = max(crowd_doubt, alone)
-    else:
+    if crowd_doubt is not None and answered >= policy.vouch_after - 1e-9:
         doubt = max(crowd_doubt, float(stats.beta.cdf(policy.threshold, alpha, beta)))
+    else:  # no comparison with the crowd yet, or too few gold answers for its vouching
+        doubt = max(crowd_doubt or 0.0, float(stats.beta.cdf(policy.trusted, alpha, beta)))
     return policy.min_rate + (policy.max_rate - policy.min_rate) * doubt
 
 
