@@ -263,9 +263,11 @@ def gold_rate(
     _check_prior((alpha, beta))
     if crowd_doubt is not None:
         _check_unit("crowd_doubt", crowd_doubt)
-    # Each gold answer adds 1 to alpha + beta (its accuracy to alpha, the rest to beta).
+    # alpha and beta start from policy.prior, and each gold answer adds 1 to their sum (its
+    # accuracy to alpha, the rest to beta); vouch_after 0 never counts them.
     answered = alpha + beta - sum(policy.prior)
-    if crowd_doubt is not None and answered >= policy.vouch_after - 1e-9:
+    vouched = policy.vouch_after == 0 or answered >= policy.vouch_after - 1e-9
+    if crowd_doubt is not None and vouched:
         doubt = max(crowd_doubt, float(stats.beta.cdf(policy.threshold, alpha, beta)))
     else:  # no comparison with the crowd yet, or too few gold answers for its vouching
         doubt = max(crowd_doubt or 0.0, float(stats.beta.cdf(policy.trusted, alpha, beta)))

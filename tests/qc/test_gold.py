@@ -122,6 +122,12 @@ def test_with_vouch_after_the_crowd_vouches_only_after_that_many_gold_answers() 
     assert gold_rate(2, 1, GoldPolicy(), crowd_doubt=0.0) == pytest.approx(
         gold_rate(2, 1, one, crowd_doubt=0.0)
     )
+    # 0 is the behaviour before the setting, for any posterior handed in.
+    for posterior in ((1, 1), (0.5, 0.5), (3.2, 1.8)):
+        old = 0.05 + 0.7 * max(0.2, stats.beta.cdf(0.5, *posterior))
+        assert gold_rate(*posterior, GoldPolicy(), crowd_doubt=0.2) == pytest.approx(old)
+    with pytest.raises(ValueError, match="crowd_doubt"):
+        gold_rate(2, 1, policy, crowd_doubt=1.5)  # still waiting: checked all the same
 
 
 def test_gold_rate_with_equal_bounds_is_constant() -> None:
