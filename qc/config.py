@@ -52,9 +52,9 @@ class GoldPolicy:
     call a worker below threshold; min_gold: gold answers needed before any decision;
     trusted: accuracy above which gold serving tapers (until the crowd has judged the worker,
     and with vouch_after until that many gold answers are in: then their doubt against the
-    crowd sets the rate, see `qc.gold.gold_rate`); vouch_after:
-    gold answers a worker needs before the crowd's vouching may lower their gold rate (0:
-    from the crowd's first comparison; before, the crowd can raise the rate, not lower it);
+    crowd sets the rate, see `qc.gold.gold_rate`); vouch_after: gold answers a worker needs
+    before the crowd's vouching may lower their gold rate (0: from the crowd's first
+    comparison; before, the crowd can raise the rate, not lower it);
     min_rate/max_rate: bounds of the gold serving rate; prior: Beta prior (alpha, beta) on a
     worker's gold accuracy; shared_order: serve the unseen gold item most workers answered
     or hold (ties at random), so workers meet the same gold and collusion is tested on
