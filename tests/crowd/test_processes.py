@@ -32,6 +32,18 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def redis_child(pid: int) -> int | None:
+    """The child of `pid` that runs redis-server, once it does: between fork and exec a new
+    child still shows its parent's command line."""
+    for child in children(pid):
+        try:
+            if "redis-server" in Path(f"/proc/{child}/cmdline").read_text():
+                return child
+        except OSError:
+            continue
+    return None
+
+
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -72,11 +84,11 @@ def run(args: list[str], env: dict[str, str], tmp_path: Path,
     log = (tmp_path / f"{args[0]}.log").open("wb")
     process = subprocess.Popen([CROWD, *args], env=env, stdout=log, stderr=log)
     started.append(process)
-    wait_for(lambda: children(process.pid) or process.poll() is not None, 90,
+    wait_for(lambda: redis_child(process.pid) or process.poll() is not None, 90,
              f"crowd {args[0]} starting its embedded Redis")  # fmt: skip
     assert process.poll() is None, (tmp_path / f"{args[0]}.log").read_text()
-    (redis_pid,) = children(process.pid)
-    assert "redis-server" in Path(f"/proc/{redis_pid}/cmdline").read_text()
+    redis_pid = redis_child(process.pid)
+    assert redis_pid is not None and children(process.pid) == [redis_pid]
     return process, redis_pid
 
 
