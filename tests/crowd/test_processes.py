@@ -65,7 +65,10 @@ def wait_for(check: Callable[[], object], seconds: float, what: str) -> None:
 def env(tmp_path: Path) -> dict[str, str]:
     """A user's machine: no CROWD_REDIS_URL, so the commands start an embedded Redis."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("CROWD_")}
-    return {**clean, "CROWD_DATA_DIR": str(tmp_path / "data"), "CROWD_SECRET_KEY": SECRET}
+    # PYTHONFAULTHANDLER: a command that hangs is sent SIGABRT (`exits`), which then prints
+    # every thread's stack to its log.
+    return {**clean, "CROWD_DATA_DIR": str(tmp_path / "data"), "CROWD_SECRET_KEY": SECRET,
+            "PYTHONFAULTHANDLER": "1"}  # fmt: skip
 
 
 @pytest.fixture
@@ -78,11 +81,31 @@ def started(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
             process.wait()
 
 
+def exits(process: subprocess.Popen[bytes], seconds: float, log: Path) -> None:
+    """Wait for `process` to end; past `seconds`, fail with its log and every thread's stack
+    (SIGABRT to Python's fault handler), so a rare hang can be read rather than guessed at."""
+    try:
+        process.wait(seconds)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        process.wait(30)
+        pytest.fail(f"still running {seconds:.0f} s after the signal; its log and stacks:\n"
+                    + log.read_text(errors="replace")[-20000:])  # fmt: skip
+
+
+def _default_signals() -> None:
+    """The stop signals as a terminal gives them: a suite started in the background (`&`)
+    has SIGINT ignored, which the command would inherit, and Ctrl-C would do nothing."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def run(args: list[str], env: dict[str, str], tmp_path: Path,
         started: list[subprocess.Popen[bytes]]) -> tuple[subprocess.Popen[bytes], int]:  # fmt: skip
     """Start `crowd ARGS` and wait for its embedded Redis; returns it and Redis's pid."""
     log = (tmp_path / f"{args[0]}.log").open("wb")
-    process = subprocess.Popen([CROWD, *args], env=env, stdout=log, stderr=log)
+    process = subprocess.Popen([CROWD, *args], env=env, stdout=log, stderr=log,
+                               preexec_fn=_default_signals)  # fmt: skip
     started.append(process)
     wait_for(lambda: redis_child(process.pid) or process.poll() is not None, 90,
              f"crowd {args[0]} starting its embedded Redis")  # fmt: skip
@@ -109,7 +132,7 @@ def test_serve_stops_its_redis_on_a_signal(
 
     wait_for(serving, 60, "crowd serve answering")
     process.send_signal(stop)
-    process.wait(30)
+    exits(process, 30, tmp_path / "serve.log")
     wait_for(lambda: not alive(redis_pid), 10, "the embedded Redis stopping")
     assert not (tmp_path / "data" / "redis" / "redis.sock").exists()
 
@@ -133,7 +156,7 @@ def test_worker_and_demo_stop_their_redis_on_sigterm(
     process, redis_pid = run(command, env, tmp_path, started)
     time.sleep(1)  # mid-run
     process.send_signal(signal.SIGTERM)
-    process.wait(60)
+    exits(process, 60, tmp_path / f"{command[0]}.log")
     wait_for(lambda: not alive(redis_pid), 10, "the embedded Redis stopping")
     data = tmp_path / "data" / ("demo" if command == ["demo"] else "")
     assert not (data / "redis" / "redis.sock").exists()
