@@ -59,8 +59,13 @@ class GoldPolicy:
     worker's gold accuracy; shared_order: serve the unseen gold item most workers answered
     or hold (ties at random), so workers meet the same gold and collusion is tested on
     items whose truth is known; false: any unseen gold item at random (an item every
-    worker meets is easier for a forum to spot); by_difficulty: weigh each gold answer by how
-    much of a reader's skill its item shows, so a hard item most readers miss counts less
+    worker meets is easier for a forum to spot); easy_first: in that shared order, the gold
+    items their readers got right most often come first (each item's share of right
+    answers, shrunk towards the study's share by `crowd.work.serving.EASY_PRIOR` answers;
+    an item nobody answered is taken to be typical), so the first gold a worker meets tells
+    a reader from a guesser and careful workers are not judged by the hardest;
+    by_difficulty: weigh each gold answer by how much of a reader's skill its item shows, so
+    a hard item most readers miss counts less
     (`qc.gold.GoldConfidence.fit_items`); chance: a random answer's gold accuracy, which that
     weighing needs (the HIT type's; None: 0).
     """
@@ -73,6 +78,7 @@ class GoldPolicy:
     max_rate: float = 0.75
     prior: tuple[float, float] = (1.0, 1.0)
     shared_order: bool = True
+    easy_first: bool = True
     by_difficulty: bool = True
     chance: float | None = None
     vouch_after: int = 0
@@ -96,6 +102,8 @@ class GoldPolicy:
             raise ValueError("qc.gold.prior must be two positive numbers [alpha, beta]")
         if not isinstance(self.shared_order, bool):
             raise ValueError("qc.gold.shared_order must be true or false")
+        if not isinstance(self.easy_first, bool):
+            raise ValueError("qc.gold.easy_first must be true or false")
         if not isinstance(self.by_difficulty, bool):
             raise ValueError("qc.gold.by_difficulty must be true or false")
         if self.chance is not None:

@@ -198,7 +198,8 @@ def next_assignment(
         item = serving.take_kind(session, ItemKind.ATTENTION, values)
     # Gold checks the worker's real work: none, no gold.
     if item is None and ctx.real_left and quality.gold_due(session, study, standing):
-        item = serving.take_gold(session, values, study_qc(study).gold.shared_order)
+        gold = study_qc(study).gold
+        item = serving.take_gold(session, values, gold.shared_order, gold.easy_first)
     if item is None and ctx.real_left:
         item = serving.claim_real_item(session, study, values)
     if item is None:
@@ -378,6 +379,16 @@ def store_response(
         # on every answer for a case that serving, which never hands out a seen item, rules
         # out).
         raise InvalidAction("you have already answered this item") from None
+    accuracy = flags.get("gold_accuracy")
+    if item.kind == ItemKind.GOLD and accuracy is not None:
+        # The item's tally, in SQL (concurrent answers to one item add up): serving's easy
+        # gold first (crowd.work.serving) reads it.
+        session.execute(
+            update(Item)
+            .where(Item.id == item.id)
+            .values(gold_answers=Item.gold_answers + 1, gold_right=Item.gold_right + accuracy),
+            execution_options={"synchronize_session": False},
+        )
     if assignment.platform_session_id is not None:
         session.execute(
             update(PlatformSession)

@@ -160,6 +160,29 @@ def take_by(session: Session, statement: Any, values: dict[str, Any]) -> Item | 
     return session.scalars(statement, values, execution_options=_TAKE_OPTIONS).first()
 
 
+# Answers' worth of the study's share of right gold answers that a gold item's own share
+# starts from (easy gold first): an item few have answered is taken to be typical, so one
+# lucky answer does not put it ahead of the gold that many readers got right.
+EASY_PRIOR = 2.0
+
+
+def _easiness(study_id: Any) -> Any:
+    """A gold item's share of right answers (its tally, `Item.gold_right` of
+    `Item.gold_answers`), shrunk towards the study's share over its gold by EASY_PRIOR
+    answers (one half before any gold answer)."""
+    every = aliased(Item, name="study_gold")
+    study_share = (
+        select(
+            func.coalesce(
+                func.sum(every.gold_right) / func.nullif(func.sum(every.gold_answers), 0), 0.5
+            )
+        )
+        .where(every.study_id == study_id, every.kind == ItemKind.GOLD)
+        .scalar_subquery()
+    )
+    return (Item.gold_right + EASY_PRIOR * study_share) / (Item.gold_answers + EASY_PRIOR)
+
+
 @functools.cache
 def claim_statement(
     kind: ItemKind,
@@ -167,6 +190,7 @@ def claim_statement(
     shuffle: bool = True,
     skip_locked: bool | None = None,
     shared: bool = False,
+    easy_first: bool = False,
 ) -> Any:
     """The statement that takes an item of `kind` the worker has not seen, with bound
     parameters study_id, worker_id, target and category (when `by_category`); built once
@@ -181,7 +205,12 @@ def claim_statement(
     counter), then at random, locked as asked. So every worker meets the same gold, nearly
     in one order: a ring that shares its answers shares them on items whose truth is known,
     where qc.collusion can test it within a few items. At random, two workers who each see
-    8 of 40 gold items would share one or two of them.
+    8 of 40 gold items would share one or two of them. With `easy_first` (qc.gold.easy_first)
+    that order puts first the gold its readers got right most often (`_easiness`): which
+    gold leads is then no longer chance, and a study whose first gold happened to be hard
+    no longer judges its first careful workers by items that tell a reader from a guesser
+    little. An item that turns out hard drops behind the unanswered ones, which are tried
+    in turn.
     """
     study_id = bindparam("p_study_id", type_=Integer)
     seen = select(Assignment.item_id).where(
@@ -199,7 +228,9 @@ def claim_statement(
         )
         if category is not None:
             pick = pick.where(or_(Item.category == category, Item.category.is_(None)))
-        if kind == ItemKind.GOLD and shared:
+        if kind == ItemKind.GOLD and shared and easy_first:
+            pick = pick.order_by(_easiness(study_id).desc(), Item.holders.desc(), func.random())
+        elif kind == ItemKind.GOLD and shared:
             pick = pick.order_by(Item.holders.desc(), func.random())
         else:
             pick = pick.order_by(func.random())
@@ -214,16 +245,20 @@ def take_kind(session: Session, kind: ItemKind, values: dict[str, Any]) -> Item 
     return take_by(session, claim_statement(kind, "p_category" in values), values)
 
 
-def take_gold(session: Session, values: dict[str, Any], shared: bool) -> Item | None:
+def take_gold(
+    session: Session, values: dict[str, Any], shared: bool, easy_first: bool = False
+) -> Item | None:
     """Take an unseen gold item, or None: at random, or where `shared` (the study's
-    qc.gold.shared_order) the one most workers answered or hold (`claim_statement`)."""
+    qc.gold.shared_order) the one most workers answered or hold, or with `easy_first` the
+    one its readers got right most often (`claim_statement`)."""
     if not shared:
         return take_kind(session, ItemKind.GOLD, values)
     by_category = "p_category" in values
     # Every request wants the item that leads: first pass over one another request holds
     # locked (PostgreSQL), so they do not queue on one row; then wait, as real items do.
     for skip_locked in (True, False):
-        claim = claim_statement(ItemKind.GOLD, by_category, skip_locked=skip_locked, shared=True)
+        claim = claim_statement(ItemKind.GOLD, by_category, skip_locked=skip_locked, shared=True,
+                                easy_first=easy_first)  # fmt: skip
         item = take_by(session, claim, values)
         if item is not None:
             return item

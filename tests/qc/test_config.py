@@ -133,6 +133,7 @@ def test_round_trip() -> None:
         ({"gold": {"prior": 1}}, r"qc.gold.prior must be two positive numbers"),
         ({"gold": {"thresold": 0.5}}, "qc.gold.thresold is not a setting"),
         ({"gold": {"shared_order": "yes"}}, "qc.gold.shared_order must be true or false"),
+        ({"gold": {"easy_first": 1}}, "qc.gold.easy_first must be true or false"),
         ({"gold": {"by_difficulty": 1}}, "qc.gold.by_difficulty must be true or false"),
         ({"gold": {"chance": 1}}, "qc.gold.chance must be below 1"),
         ({"gold": {"chance": -0.2}}, "qc.gold.chance must be a number between 0 and 1"),
