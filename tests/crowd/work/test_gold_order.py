@@ -67,8 +67,9 @@ def test_the_gold_readers_get_right_leads_and_a_hard_item_falls_behind_the_untri
     assert play_items(client, who, study_id, 3, guess=2) == 3
     served = gold_served(db, study_id, "next")
     if easy_first:
-        # g4 (5 of 6 with the study's share of 1/2 for two answers) leads; then the untried
-        # (1/2), before g1 and g2 (1 of 6), though more workers hold those.
+        # g4 (4 right of 4, and the study's share, 4 of 12, for two answers: 0.78) leads;
+        # then the untried (the study's share, about 1/3), before g1 and g2 (0.11), though
+        # more workers hold those.
         assert served[0] == "g4"
         assert set(served[1:]) <= {"g0", "g3", "g5"}
     else:
