@@ -254,6 +254,11 @@ def test_items_trusted_workers_agree_on_become_gold(
     assert kind == ItemKind.GOLD and expected == {"boundary": 3}
     # The three trusted workers guessed 3 (exact), u guessed 1 (early: no points).
     assert [f["gold_accuracy"] for f in flags] == [1.0, 1.0, 1.0, 0.0]
+    with db.session() as session:  # and its tally, which easy gold first serves by
+        tally = session.execute(
+            select(Item.gold_answers, Item.gold_right).where(Item.external_id == "r")
+        ).one()
+    assert tuple(tally) == (4, 3.0)
     entries = promotions()
     assert len(entries) == 1
     assert entries[0].actor == "system" and entries[0].study_id == study_id

@@ -3,13 +3,17 @@ gold accuracy, and serving puts the gold its readers got right first (qc.gold.ea
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import select, update
 
 from crowd.storage import Database, Item
+from crowd.storage.db import MIGRATIONS
 from tests.conftest import join, passage
 from tests.crowd.quality.test_standing import NO_EXPLANATION, gold_served, play_items
 
@@ -74,3 +78,27 @@ def test_the_gold_readers_get_right_leads_and_a_hard_item_falls_behind_the_untri
         assert set(served[1:]) <= {"g0", "g3", "g5"}
     else:
         assert set(served[:2]) == {"g1", "g2"}  # the most held first
+
+
+def test_the_migration_tallies_the_gold_answers_stored_before_it(
+    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
+) -> None:
+    # Migration 0017 adds the tally to a database that has gold answers already: it counts
+    # the live ones (the same answers as the first test, their tallies wiped as before 0017).
+    items = [passage("r0", 1, n=5)] + [passage(f"g{i}", 4, n=5, kind="gold") for i in range(2)]
+    study_id = make_study(items, {**NO_EXPLANATION, "qc": {"gold": ALWAYS_GOLD}})
+    for name, guess in (("right", 4), ("wrong", 1)):
+        assert play_items(client, join(client, auth, external_id=name), study_id, 2, guess) == 2
+    with db.engine.begin() as connection:
+        connection.execute(update(Item).values(gold_answers=0, gold_right=0.0))
+        migration = _load(MIGRATIONS / "versions" / "0017_items_gold_tally.py")
+        migration.backfill(connection)
+    assert tallies(db, study_id) == {"g0": (2, 1.0), "g1": (2, 1.0)}
+
+
+def _load(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -22,7 +22,36 @@ def upgrade() -> None:
         batch.add_column(
             sa.Column("gold_answers", sa.Integer(), nullable=False, server_default="0")
         )
-        batch.add_column(sa.Column("gold_right", sa.Float(), nullable=False, server_default="0"))
+        batch.add_column(sa.Column("gold_right", sa.Double(), nullable=False, server_default="0"))
+    backfill(op.get_bind())
+
+
+def backfill(bind: sa.Connection) -> None:
+    """Each gold item's tally from the live gold answers already stored, so a running study
+    keeps what its readers showed."""
+    items = sa.table("items", sa.column("id", sa.Integer()), sa.column("kind", sa.String()),
+                     sa.column("gold_answers", sa.Integer()),
+                     sa.column("gold_right", sa.Double()))  # fmt: skip
+    responses = sa.table("responses", sa.column("item_id", sa.Integer()),
+                         sa.column("source", sa.String()),
+                         sa.column("qc_flags", sa.JSON()))  # fmt: skip
+    found = bind.execute(
+        sa.select(responses.c.item_id, responses.c.qc_flags)
+        .join(items, items.c.id == responses.c.item_id)
+        .where(items.c.kind == "gold", responses.c.source == "live")
+    )
+    tally: dict[int, tuple[int, float]] = {}
+    for item_id, flags in found:
+        accuracy = (flags or {}).get("gold_accuracy")
+        if accuracy is not None:
+            answers, right = tally.get(item_id, (0, 0.0))
+            tally[item_id] = (answers + 1, right + float(accuracy))
+    for item_id, (answers, right) in tally.items():
+        bind.execute(
+            sa.update(items)
+            .where(items.c.id == item_id)
+            .values(gold_answers=answers, gold_right=right)
+        )
 
 
 def downgrade() -> None:
