@@ -228,12 +228,10 @@ def claim_statement(
         )
         if category is not None:
             pick = pick.where(or_(Item.category == category, Item.category.is_(None)))
-        if kind == ItemKind.GOLD and shared and easy_first:
-            pick = pick.order_by(_easiness(study_id).desc(), Item.holders.desc(), func.random())
-        elif kind == ItemKind.GOLD and shared:
-            pick = pick.order_by(Item.holders.desc(), func.random())
-        else:
-            pick = pick.order_by(func.random())
+        order = [Item.holders.desc()] if kind == ItemKind.GOLD and shared else []
+        if order and easy_first:
+            order.insert(0, _easiness(study_id).desc())
+        pick = pick.order_by(*order, func.random())
     pick = pick.limit(1)
     if skip_locked is not None:
         pick = pick.with_for_update(skip_locked=skip_locked)

@@ -30,16 +30,23 @@ def tallies(db: Database, study_id: int) -> dict[str, tuple[int, float]]:
     return {name: (answers, right) for name, answers, right in rows}
 
 
-def test_each_gold_answer_stored_raises_its_items_tally(
+def two_readers(
     client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
-) -> None:
-    # Gold at boundary 4 of 5 sentences: a guess of 4 is right, one of 1 is not (off by more
-    # than one sentence).
+) -> int:
+    """A study with gold items g0 and g1 (boundary 4 of 5 sentences) that two workers
+    answered, one right (a guess of 4) and one wrong (1: off by more than one sentence)."""
     items = [passage("r0", 1, n=5)] + [passage(f"g{i}", 4, n=5, kind="gold") for i in range(2)]
     study_id = make_study(items, {**NO_EXPLANATION, "qc": {"gold": ALWAYS_GOLD}})
     assert tallies(db, study_id) == {"g0": (0, 0.0), "g1": (0, 0.0)}
     for name, guess in (("right", 4), ("wrong", 1)):
         assert play_items(client, join(client, auth, external_id=name), study_id, 2, guess) == 2
+    return study_id
+
+
+def test_each_gold_answer_stored_raises_its_items_tally(
+    client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
+) -> None:
+    study_id = two_readers(client, auth, make_study, db)
     # Both workers met both gold items (the rate is 1): one right answer on each.
     assert tallies(db, study_id) == {"g0": (2, 1.0), "g1": (2, 1.0)}
     with db.session() as session:  # real items keep no tally
@@ -85,10 +92,7 @@ def test_the_migration_tallies_the_gold_answers_stored_before_it(
 ) -> None:
     # Migration 0017 adds the tally to a database that has gold answers already: it counts
     # the live ones (the same answers as the first test, their tallies wiped as before 0017).
-    items = [passage("r0", 1, n=5)] + [passage(f"g{i}", 4, n=5, kind="gold") for i in range(2)]
-    study_id = make_study(items, {**NO_EXPLANATION, "qc": {"gold": ALWAYS_GOLD}})
-    for name, guess in (("right", 4), ("wrong", 1)):
-        assert play_items(client, join(client, auth, external_id=name), study_id, 2, guess) == 2
+    study_id = two_readers(client, auth, make_study, db)
     with db.engine.begin() as connection:
         connection.execute(update(Item).values(gold_answers=0, gold_right=0.0))
         migration = _load(MIGRATIONS / "versions" / "0017_items_gold_tally.py")
