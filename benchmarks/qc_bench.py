@@ -215,7 +215,8 @@ def run_scenario(
         shutil.rmtree(played.data_dir, ignore_errors=True)
     pace = played.pace
     out.update(
-        hit_type=hit_type, mix=mix_name, redundancy=redundancy, errors=len(result.errors),
+        hit_type=hit_type, mix=mix_name, redundancy=redundancy, seed=args.seed,
+        errors=len(result.errors),
         seconds=round(played.seconds, 1), responses=sum(answered.values()),
         paced=round(pace.waited, 1) if pace else 0.0, pace_timeouts=pace.timeouts if pace else 0,
         excluded_by=dict(sorted(by_rule.items())),
@@ -384,6 +385,17 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _seeds(seeds: list[int]) -> str:
+    """Seeds as the table shows them: 27-30, or 27, 29 where they do not run on.
+
+    >>> _seeds([27, 28, 29, 30]), _seeds([27, 29])
+    ('27-30', '27, 29')
+    """
+    if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
 def _count(value: float | None) -> str:
     """A median count as the table shows it: 13, 9.5."""
     return "n/a" if value is None else f"{value:g}"
@@ -416,6 +428,8 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
         for rule, n in run["excluded_by"].items():
             rules[rule] = rules.get(rule, 0) + n
     out["excluded_by"] = dict(sorted(rules.items()))
+    out["runs"] = len(runs)
+    out["seeds"] = sorted(run["seed"] for run in runs if "seed" in run)
     counts = ("seconds", "responses", "errors", "paced", "pace_timeouts", "labelled_items")
     for key in (*counts, "control_seconds"):
         out[key] = round(sum(run.get(key, 0) for run in runs), 1)
@@ -455,8 +469,8 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
         f"Per study: 40 workers of `benchmarks/qc_crowd.py` ({mixes}), up to {args.items} "
         f"items each, real items sized to the redundancy, {args.gold} gold and "
         f"{args.attention} attention items, attention rate 0.1, default QC settings; a live "
-        f"`crowd worker` runs the QC jobs. {args.runs} run(s) per row (seeds from "
-        f"{args.seed}); exclusions are summed over runs. Precision: bad workers among the "
+        f"`crowd worker` runs the QC jobs. The runs of each row and their seeds are in the "
+        "exclusions list below; exclusions are summed over runs. Precision: bad workers among the "
         "bad and careful workers excluded (noisy workers, who read but err often, are neither: "
         "their exclusions have a column of their own). Recall cells: excluded / workers of "
         "the kind. Items before stop: median over the bad workers excluded of the answers "
@@ -485,8 +499,10 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
     lines += ["", "Exclusions by rule:", ""]
     for r in results:
         rules = ", ".join(f"{k}: {v}" for k, v in r["excluded_by"].items()) or "none"
+        seeds = f", seeds {_seeds(r['seeds'])}" if r.get("seeds") else ""
         lines.append(
-            f"- {r['hit_type']}, {r['mix']}, {r['redundancy']} per item: {rules} "
+            f"- {r['hit_type']}, {r['mix']}, {r['redundancy']} per item "
+            f"({r.get('runs', '?')} runs{seeds}): {rules} "
             f"({r['responses']} responses, {r['seconds']} s of which {r.get('paced', 0)} s "
             f"waiting for the queue ({r.get('pace_timeouts', 0)} waits cut short), "
             f"{r['errors']} errors; {r.get('labelled_items', '?')} real items compared; "

@@ -122,27 +122,55 @@ def compare(
         "accuracy_filtered": {m: label_accuracy({t: got[t] for t in on[m]}, truth)
                               for m, got in kept.items()},
         "label_changes": changes,
+        "labels_compared": {m: len(on[m]) for m in kept},
         "labelled_items": len(both),
     }  # fmt: skip
 
 
 def combine_labels(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The label figures of runs of one scenario (seeds): mean accuracies, summed changes
-    (runs written before the changes were counted have none)."""
+    """The label figures of runs of one scenario (seeds): accuracies pooled over the labels
+    compared (every label counts once, whichever run it is in: a run that compares 20 labels
+    weighs less than one that compares 30, as in the summed changes), summed changes.
+
+    Until 2026-11-29 the runs' accuracies were averaged, so two runs whose QC labels got one
+    more label right and one fewer than the control's (+1 -1, equal in all) could read as a
+    loss of a point: 0.884 -> 0.882 where both got 45 of 51. Runs written before the labels
+    compared were counted are averaged as then; runs before the changes were counted have no
+    changes.
+
+    >>> runs = [{"accuracy_all": {"mv": 24 / 25}, "accuracy_filtered": {"mv": 22 / 25},
+    ...          "labels_compared": {"mv": 25}, "label_changes": {"mv": [0, 2]}},
+    ...         {"accuracy_all": {"mv": 21 / 26}, "accuracy_filtered": {"mv": 23 / 26},
+    ...          "labels_compared": {"mv": 26}, "label_changes": {"mv": [2, 0]}}]
+    >>> out = combine_labels(runs)
+    >>> round(out["accuracy_all"]["mv"] * 51), round(out["accuracy_filtered"]["mv"] * 51)
+    (45, 45)
+    >>> out["label_changes"], out["labels_compared"]
+    ({'mv': [2, 2]}, {'mv': 51})
+    """
     out: dict[str, Any] = {}
     for key in ("accuracy_all", "accuracy_filtered"):
         methods = sorted({m for run in runs for m in run[key]})
-        out[key] = {
-            m: statistics.mean(run[key][m] for run in runs if run[key].get(m) is not None)
-            for m in methods
-            if any(run[key].get(m) is not None for run in runs)
-        }
+        out[key] = {}
+        for m in methods:
+            found = [run for run in runs if run[key].get(m) is not None]
+            if not found:
+                continue
+            weights = [run.get("labels_compared", {}).get(m) for run in found]
+            if all(weights) and sum(weights):
+                pooled = sum(run[key][m] * w for run, w in zip(found, weights, strict=True))
+                out[key][m] = pooled / sum(weights)
+            else:
+                out[key][m] = statistics.mean(run[key][m] for run in found)
     counted = [run["label_changes"] for run in runs if "label_changes" in run]
     if len(counted) == len(runs):
         methods = sorted({m for changes in counted for m in changes})
         out["label_changes"] = {
             m: [sum(c.get(m, [0, 0])[i] for c in counted) for i in (0, 1)] for m in methods
         }
+    sizes = [run["labels_compared"] for run in runs if "labels_compared" in run]
+    if len(sizes) == len(runs):
+        out["labels_compared"] = {m: sum(s.get(m, 0) for s in sizes) for m in sizes[0]}
     return out
 
 
@@ -164,8 +192,9 @@ def label_table(results: list[dict[str, Any]]) -> list[str]:
         "kept, excluded workers' answers asked for again), at equal redundancy: on the items "
         "both label with that many answers (an item the crowd ran out of work before answering "
         "again is unfinished; the exclusions list below counts the items compared per row; "
-        "`benchmarks/qc_labels.py`). In brackets, summed over the runs: labels QC's answers "
-        "got right that the control's got wrong, and the other way round.",
+        "`benchmarks/qc_labels.py`), pooled over the runs (each label compared counts "
+        "once). In brackets, summed over the runs: labels QC's answers got right that the "
+        "control's got wrong, and the other way round.",
         "",
         "| HIT type | mix | answers per item | " + " | ".join(METHOD_NAMES.values()) + " |",
         "|---|---|---|" + "---|" * len(METHOD_NAMES),
