@@ -22,6 +22,8 @@ from crowd.platforms.actions import queue_action
 from crowd.platforms.providers import PROVIDERS, Provider
 from crowd.platforms.providers.base import RemoteSubmission
 from crowd.platforms.sessions import ANSWERS_FIELD, CODE_FIELD, provider_code
+from crowd.quality.exclusion import study_qc
+from crowd.quality.standing import explanation_facts, response_facts, tally_gold
 from crowd.queue import EVENTS, fetch_job, job_queue
 from crowd.queue.hooks import SweepContext, every_sweep
 from crowd.queue.jobs import context
@@ -382,6 +384,7 @@ def _recover_answers(
         ).all()
     )
     hit = get_hit_type(study.hit_type)
+    config = study_qc(study)
     recovered = 0
     for entry in entries:
         if entry["item"] in held:
@@ -420,6 +423,11 @@ def _recover_answers(
             session.execute(update(Item).where(Item.id == item.id).values(holders=Item.holders + 1))
         assignment.platform_session_id = row.id
         answer = entry.get("answer") or {}
+        # The QC facts a live answer gets (gold scored, attention checked), but no time: the
+        # platform's record does not say how long the worker took.
+        flags = {**response_facts(hit, item, answer, None, config), "recovered_from": row.provider}
+        if entry.get("explanation"):
+            flags = explanation_facts(flags, entry["explanation"], None, config)
         response = Response(
             assignment=assignment,
             study_id=study.id,
@@ -429,11 +437,12 @@ def _recover_answers(
             explanation=entry.get("explanation"),
             reasons=entry.get("reasons") or [],
             score=hit.score(item.expected, answer),
-            qc_flags={"recovered_from": row.provider},
+            qc_flags=flags,
             explained_at=now if entry.get("explanation") else None,
         )
         session.add(response)
         session.flush()
+        tally_gold(session, item, flags)
         session.add(
             OutboxEvent(
                 topic=RESPONSE_STORED,

@@ -14,7 +14,7 @@ import random
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Select, case, insert, null, select, true
+from sqlalchemy import Select, case, insert, null, select, true, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -142,6 +142,21 @@ def response_facts(
     row = _qc_row(0, "", item.external_id, str(item.kind), flags, None)
     flags["signals"] = response_signals(row, config.anomalies)
     return flags
+
+
+def tally_gold(session: Session, item: Item, flags: Mapping[str, Any]) -> None:
+    """Count a stored answer to a gold item in the item's tally, in SQL (concurrent answers
+    to one item add up): serving's easy gold first (crowd.work.serving) reads it. Answers to
+    other items, and gold answers that could not be scored, leave it alone."""
+    accuracy = flags.get("gold_accuracy")
+    if item.kind != ItemKind.GOLD or accuracy is None:
+        return
+    session.execute(
+        update(Item)
+        .where(Item.id == item.id)
+        .values(gold_answers=Item.gold_answers + 1, gold_right=Item.gold_right + accuracy),
+        execution_options={"synchronize_session": False},
+    )
 
 
 def typing_report(raw: Any) -> dict[str, int] | None:

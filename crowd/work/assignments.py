@@ -379,16 +379,7 @@ def store_response(
         # on every answer for a case that serving, which never hands out a seen item, rules
         # out).
         raise InvalidAction("you have already answered this item") from None
-    accuracy = flags.get("gold_accuracy")
-    if item.kind == ItemKind.GOLD and accuracy is not None:
-        # The item's tally, in SQL (concurrent answers to one item add up): serving's easy
-        # gold first (crowd.work.serving) reads it.
-        session.execute(
-            update(Item)
-            .where(Item.id == item.id)
-            .values(gold_answers=Item.gold_answers + 1, gold_right=Item.gold_right + accuracy),
-            execution_options={"synchronize_session": False},
-        )
+    quality.tally_gold(session, item, flags)
     if assignment.platform_session_id is not None:
         session.execute(
             update(PlatformSession)

@@ -30,6 +30,8 @@ from crowd.storage import (
     Assignment,
     AssignmentState,
     Database,
+    Item,
+    ItemKind,
     PlatformAction,
     PlatformSession,
     RemoteTask,
@@ -195,11 +197,16 @@ def test_sync_recovers_an_answer_we_lost_from_mturks_answer_xml(
     completion = do_items(client, who, study_id)["completion"]
     requests.post(completion["action"], data=completion["fields"], timeout=5)
     with db.session() as session:  # a restore from last night's backup loses the answers
+        live = {r.item_id: dict(r.qc_flags) for r in session.scalars(select(Response)).all()}
         for response in session.scalars(select(Response)).all():
             session.delete(response)
         session.flush()
         for assignment in session.scalars(select(Assignment)).all():
             assignment.state = AssignmentState.ABANDONED
+        # One of the items was gold (a real item made gold after the answers, as `crowd qc
+        # promote-gold` does): its recovered answer is scored and counted as a live one.
+        gold = session.get(Item, min(live))
+        gold.kind, gold.gold_answers, gold.gold_right = ItemKind.GOLD, 0, 0.0
     report = sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
     assert report.recovered == 1
     with db.session() as session:
@@ -207,6 +214,15 @@ def test_sync_recovers_an_answer_we_lost_from_mturks_answer_xml(
         assert len(answers) == 2
         assert all(r.qc_flags.get("recovered_from") == "mturk" for r in answers)
         assert all(r.answer for r in answers)
+        # The QC facts of a live answer but the time, which the platform does not keep.
+        for r in answers:
+            assert r.qc_flags["seconds"] is None
+            for fact in ("chars_shown", "surface"):
+                assert r.qc_flags[fact] == live[r.item_id][fact], fact
+        gold = session.get(Item, min(live))
+        scored = next(r for r in answers if r.item_id == gold.id).qc_flags["gold_accuracy"]
+        assert scored == 1.0  # 'machine' at sentence 1, one before the boundary (2)
+        assert (gold.gold_answers, gold.gold_right) == (1, 1.0)
 
 
 def test_forged_answers_in_mturk_are_not_recovered(
