@@ -169,3 +169,20 @@ def test_stored_json_comes_back_exactly_as_the_standard_library_reads_it(db: Dat
     nan, inf = load_json('{"a": NaN, "b": Infinity}').values()
     assert nan != nan and inf == float("inf")
     assert load_json(json.dumps({"s": "\ud800"}).encode()) == {"s": "\ud800"}
+
+
+def test_a_downgrade_keeps_the_answers_and_the_keys(db: Database) -> None:
+    # SQLite rebuilds a table to drop a column; with its foreign keys on, dropping `items`
+    # under `responses` failed (0017's and 0002's downgrades on any database with answers).
+    study_id, item_id, worker_id = _seed(db)
+    with db.session() as session:
+        session.add(Response(study_id=study_id, item_id=item_id, worker_id=worker_id, answer={}))
+    db.downgrade("0001")
+    db.upgrade()
+    with db.session() as session:
+        assert session.scalars(select(Response.item_id)).all() == [item_id]
+        assert session.get(Item, item_id).external_id == "i"
+    # The keys hold again on the connections the migration used.
+    with pytest.raises(IntegrityError), db.session() as session:
+        session.add(Response(study_id=study_id, item_id=item_id + 99, worker_id=worker_id,
+                             answer={}))  # fmt: skip
