@@ -95,6 +95,13 @@ FIRST_WAIT, LONGEST_WAIT = 1.0, 30.0
 HEALTHY_RUN = 60.0
 
 
+def _signal_handlers() -> dict[int, Any]:
+    """The SIGINT and SIGTERM handlers now, where they can be put back (the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+
+
 def run_worker(
     settings: Settings,
     burst: bool = False,
@@ -119,11 +126,17 @@ def run_worker(
     heartbeat = Heartbeat(connection, tuple(names))
     if burst:
         worker = _new_worker(listened, connection, stop, heartbeat)
+        # RQ puts its SIGINT and SIGTERM handlers in and leaves them: a burst inside a longer
+        # program (a command that drains the queue, a test) gives the program's back, or a
+        # later signal would raise RQ's StopRequested wherever the program then is.
+        found = _signal_handlers()
         heartbeat.start()
         try:
             return _burst(settings, ctx.db, connection, worker, listened, max_rounds)
         finally:
             heartbeat.stop()
+            for signum, handler in found.items():
+                signal.signal(signum, handler)
     # The jobs' own lines (what each batch processed) beside RQ's, which RQ logs at INFO.
     jobs_log = logging.getLogger("crowd.queue")
     if jobs_log.getEffectiveLevel() > logging.INFO:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import signal
 import zlib
 from dataclasses import replace
 from pathlib import Path
@@ -315,3 +316,20 @@ def test_event_handlers_run_in_their_documented_order() -> None:
         "crowd.ml.reward.retrain_after_labels",
     ]
     assert [sweep.name for sweep in sweeps()][-2:] == ["taboo-games", "stale-assignments"]
+
+
+def test_a_burst_gives_the_signal_handlers_it_found_back(settings: Settings, db: Database) -> None:
+    # RQ's worker puts its own SIGINT and SIGTERM handlers in; left there, a later SIGTERM to
+    # the program (a test run stopped by `timeout`) raised RQ's StopRequested wherever it was.
+    def ours(signum: int, frame: Any) -> None:  # pragma: no cover - never signalled
+        raise AssertionError("not called")
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        signal.signal(signal.SIGTERM, ours)
+        run_worker(settings, burst=True)  # RQ's worker.work runs once, with nothing to do
+        assert signal.getsignal(signal.SIGTERM) is ours
+        assert signal.getsignal(signal.SIGINT) is before[signal.SIGINT]
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
