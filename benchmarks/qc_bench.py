@@ -16,7 +16,7 @@ production). Then we measure:
 - the accuracy of aggregated labels on real items against the truth, for every method, with
   QC (the answers of the workers it kept) and without (a control study the same crowd plays
   with every rule off and no gold or checks: `benchmarks/qc_labels.py`; `--no-control` skips
-  it).
+  it), pooled over a row's runs (each label compared counts once).
 
 Run: `.venv/bin/python benchmarks/qc_bench.py` (or `make bench-qc`); the results block in
 benchmarks/RESULTS.md is rewritten. `--types`, `--redundancy` and `--mixes` run a part.
