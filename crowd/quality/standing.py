@@ -145,18 +145,12 @@ def response_facts(
 
 
 def tally_gold(session: Session, item: Item, flags: Mapping[str, Any]) -> None:
-    """Count a stored answer to a gold item in the item's tally, in SQL (concurrent answers
-    to one item add up): serving's easy gold first (crowd.work.serving) reads it. Answers to
-    other items, and gold answers that could not be scored, leave it alone."""
-    accuracy = flags.get("gold_accuracy")
-    if item.kind != ItemKind.GOLD or accuracy is None:
-        return
-    session.execute(
-        update(Item)
-        .where(Item.id == item.id)
-        .values(gold_answers=Item.gold_answers + 1, gold_right=Item.gold_right + accuracy),
-        execution_options={"synchronize_session": False},
-    )
+    """Count a stored answer to a gold item in its tally, in SQL (concurrent answers to one
+    item add up), which easy gold first (crowd.work.serving) reads; others leave it alone."""
+    if item.kind == ItemKind.GOLD and (accuracy := flags.get("gold_accuracy")) is not None:
+        tallied = {"gold_answers": Item.gold_answers + 1, "gold_right": Item.gold_right + accuracy}
+        update_ = update(Item).where(Item.id == item.id).values(tallied)
+        session.execute(update_, execution_options={"synchronize_session": False})
 
 
 def typing_report(raw: Any) -> dict[str, int] | None:
