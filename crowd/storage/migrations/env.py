@@ -23,13 +23,9 @@ engine = config.attributes.get("engine") or create_engine(
 )
 
 
-def _pragma(connection: Any, statement: str) -> list[Any]:
+def _pragma(connection: Any, statement: str) -> None:
     """A PRAGMA on the driver's connection itself, outside any transaction."""
-    cursor = connection.connection.dbapi_connection.cursor()
-    try:
-        return list(cursor.execute(statement).fetchall())
-    finally:
-        cursor.close()
+    connection.connection.dbapi_connection.execute(statement).close()
 
 
 with engine.connect() as connection:
