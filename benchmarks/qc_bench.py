@@ -16,7 +16,8 @@ production). Then we measure:
 - the accuracy of aggregated labels on real items against the truth, for every method, with
   QC (the answers of the workers it kept) and without (a control study the same crowd plays
   with every rule off and no gold or checks: `benchmarks/qc_labels.py`; `--no-control` skips
-  it), pooled over a row's runs (each label compared counts once).
+  it), pooled over a row's runs (each label compared counts once);
+- issue 19's bar per HIT type, with exact intervals (`benchmarks/qc_bar.py`).
 
 Run: `.venv/bin/python benchmarks/qc_bench.py` (or `make bench-qc`); the results block in
 benchmarks/RESULTS.md is rewritten. `--types`, `--redundancy` and `--mixes` run a part.
@@ -42,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from qc_bar import bar_table
 from qc_crowd import DRIFT_AFTER, BenchCrowd
 from qc_items import CONFIGS, MAKERS, truth_labels
 from results_md import write_block
@@ -496,6 +498,7 @@ def results_block(results: list[dict[str, Any]], args: argparse.Namespace) -> st
         lines += label_table(results)
     else:
         lines += ["", "Labels: not measured (`--no-control`)."]
+    lines += bar_table(results)
     lines += ["", "Exclusions by rule:", ""]
     for r in results:
         rules = ", ".join(f"{k}: {v}" for k, v in r["excluded_by"].items()) or "none"
