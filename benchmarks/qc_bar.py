@@ -64,9 +64,7 @@ def median_interval(values: list[float]) -> tuple[float, float] | None:
     """
     ordered = sorted(values)
     n = len(ordered)
-    j = int(stats.binom.ppf(0.025, n, 0.5))  # P(X <= j - 1) <= 0.025 < P(X <= j)
-    while j >= 1 and stats.binom.cdf(j - 1, n, 0.5) > 0.025:
-        j -= 1
+    j = int(stats.binom.ppf(0.025, n, 0.5))  # the least j with P(X <= j) >= 0.025
     if j < 1:
         return None
     return ordered[j - 1], ordered[n - j]
