@@ -41,6 +41,7 @@ from typing import Any
 from scipy import stats
 
 PRECISION, RECALL, MEDIAN = 0.95, 0.90, 10
+# Kinds that read (noisy ones carelessly): neither bad nor, for noisy ones, careful.
 GOOD = ("careful", "noisy")
 
 

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from qc_bar import bar_table
+from qc_bar import GOOD, bar_table
 from qc_crowd import DRIFT_AFTER, BenchCrowd
 from qc_items import CONFIGS, MAKERS, truth_labels
 from results_md import write_block
@@ -83,7 +83,6 @@ from tasks import load_builtin  # noqa: E402
 RESULTS = Path(__file__).with_name("RESULTS.md")
 START, END = "<!-- qc:start -->", "<!-- qc:end -->"
 BAD = ("slow_random", "colluder", "drifter", "paster", "position_biased")
-GOOD = ("careful", "noisy")
 # 40 workers each: half bad (4 of each bad kind), or mostly careful (4 colluders, 2 of the rest).
 MIXES: dict[str, dict[str, int]] = {
     "half_bad": {"careful": 16, "noisy": 4, **{kind: 4 for kind in BAD}},

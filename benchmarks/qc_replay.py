@@ -29,6 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from qc_bar import GOOD  # noqa: E402
 from sqlalchemy import select  # noqa: E402
 
 from crowd.quality.exclusion import study_qc  # noqa: E402
@@ -37,8 +38,6 @@ from crowd.storage import Database, Study, Worker  # noqa: E402
 from qc.config import parse_qc_config  # noqa: E402
 from qc.evidence import worker_evidence  # noqa: E402
 from qc.rules import Action, evaluate  # noqa: E402
-
-GOOD = ("careful", "noisy")
 
 
 def settings(study: Study, override: dict[str, Any]) -> Any:
