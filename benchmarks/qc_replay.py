@@ -7,7 +7,9 @@ answers (of all workers), with the QC settings the study had or with `--qc` over
 prints per bad kind the answers at which a soft-blocking rule first fires, per rule, the
 careful and noisy workers any rule would have stopped, and the careful workers' highest
 probability of being below the crowd by judged answers (how much room a rule on
-`agreement_below_prob` has). Answers are counted as the worker's `responses` when the rule
+`agreement_below_prob` has). `--save FILE` keeps every worker's replay as JSON, with their
+(answers, judged answers, P(below the crowd)) at every judgement, so rules on that
+probability can be tried offline without replaying again. Answers are counted as the worker's `responses` when the rule
 first fires, within `--step`; qc_bench counts a drifter's from its drift, so the two medians
 differ.
 
@@ -67,6 +69,7 @@ def replay(dump: dict[str, Any], override: dict[str, Any], step: int) -> dict[st
     db.dispose()
     first: dict[str, dict[str, int]] = defaultdict(dict)
     highest: dict[str, dict[int, float]] = defaultdict(dict)
+    track: dict[str, list[tuple[int, int, float]]] = defaultdict(list)
     for n in [*range(step, len(found), step), len(found)]:
         ids = {row[0] for row in found[:n]}
         crowd = crowd_metrics_of(study, config, found[:n])
@@ -75,6 +78,7 @@ def replay(dump: dict[str, Any], override: dict[str, Any], step: int) -> dict[st
             judged, below = metrics.get("agreement_n") or 0, metrics.get("agreement_below_prob")
             if judged and below is not None:
                 highest[worker][judged] = max(highest[worker].get(judged, 0.0), below)
+                track[worker].append((metrics["responses"], judged, below))
         for decision in evaluate(evidence, config.rules):
             if decision.action is not Action.FLAG:
                 answers = evidence[decision.worker]["responses"]
@@ -82,7 +86,7 @@ def replay(dump: dict[str, Any], override: dict[str, Any], step: int) -> dict[st
     workers = dump["workers"]
     return {
         name: {"kind": workers.get(name, {}).get("kind"), "first": first.get(str(wid), {}),
-               "highest": highest.get(str(wid), {})}
+               "highest": highest.get(str(wid), {}), "track": track.get(str(wid), [])}
         for wid, name in names.items()
     }  # fmt: skip
 
@@ -133,6 +137,11 @@ def main() -> None:
     parser.add_argument("--qc", default="{}", help="QC settings laid over each study's (JSON)")
     parser.add_argument("--step", type=int, default=5, help="answers between judgements")
     parser.add_argument("--only", default="", help="only the studies whose name has this")
+    parser.add_argument(
+        "--save",
+        help="write each worker's replay (JSON): kind, first firing per rule, and "
+        "(answers, judged, P(below the crowd)) at every judgement",
+    )
     args = parser.parse_args()
     override = json.loads(args.qc)
     studies = {}
@@ -140,6 +149,8 @@ def main() -> None:
         if args.only in path.stem:
             studies[path.stem] = replay(json.loads(path.read_text()), override, args.step)
     report(studies)
+    if args.save:
+        Path(args.save).write_text(json.dumps(studies))
 
 
 if __name__ == "__main__":
