@@ -9,9 +9,9 @@ careful and noisy workers any rule would have stopped, and the careful workers' 
 probability of being below the crowd by judged answers (how much room a rule on
 `agreement_below_prob` has). `--save FILE` keeps every worker's replay as JSON, with their
 (answers, judged answers, P(below the crowd)) at every judgement, so rules on that
-probability can be tried offline without replaying again. Answers are counted as the worker's `responses` when the rule
-first fires, within `--step`; qc_bench counts a drifter's from its drift, so the two medians
-differ.
+probability can be tried offline without replaying again. Answers are counted as the
+worker's `responses` when the rule first fires, within `--step`; qc_bench counts a
+drifter's from its drift, so the two medians differ.
 
 Rules that act sooner than the live run's can be tried this way in minutes. One that acts
 later cannot: a worker the live run stopped answered nothing more.
