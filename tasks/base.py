@@ -160,8 +160,8 @@ class HitType(ABC):
                             extra=extra, qc=qc, worker_page=page)  # fmt: skip
 
     def validate_qc_config(self, raw: Any) -> dict[str, Any]:
-        """The study's QC settings, completed with defaults (the gold threshold, credibility,
-        chance and easy-first order and the early crowd rule's answers are the type's)."""
+        """The study's QC settings, completed with defaults (the gold threshold, credibility
+        and chance and the early crowd rule's answers are the type's)."""
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
@@ -172,7 +172,6 @@ class HitType(ABC):
                 "threshold": self.gold_threshold,
                 "credibility": self.gold_credibility,
                 "chance": self.gold_chance,
-                "easy_first": self.gold_easy_first,
             }
             raw = {**raw, "gold": {**defaults, **(gold or {})}}
         crowd = raw.get("crowd")
@@ -297,10 +296,6 @@ class HitType(ABC):
     # attention, crowd and drift rules alike (qc.rules.default_rules). A type whose careful
     # readers' evidence swings more (guesses right within one step) sets it firmer.
     gold_credibility: ClassVar[float] = 0.95
-    # Whether the shared gold order puts first the gold its readers got right most often
-    # (qc.gold.easy_first). A type whose guessers are right often enough for the tally to
-    # follow a ring's lucky answers sets it off (see tasks.comparison).
-    gold_easy_first: ClassVar[bool] = True
     # Judged answers after which a worker credibly (qc.crowd.early_credibility, 0.99) below
     # the crowd is stopped, before below_crowd's 10 (qc.config.CrowdPolicy.early_answers);
     # None: not before 10. Set where careful workers' early posteriors stay well clear of it.

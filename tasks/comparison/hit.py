@@ -136,15 +136,6 @@ class ComparisonHit(HitType):
     # as accurate as the control's in 24 cells of 24 instead of 19; colluders and drifters
     # were caught 0.94 of the time instead of all (benchmarks/RESULTS.md, twelfth look).
     crowd_real_difficulty: ClassVar[bool] = True
-    # Gold in one shared order, but not easy gold first (qc.gold.easy_first): that order
-    # follows each gold item's tally of right answers, so a ring's lucky pick (1 in 4) lifts
-    # the item to the front for the ring's next member, who gives the same right answer,
-    # and a wrong pick sends it back. On the QC benchmark's comparison studies (seeds 39 to
-    # 42, 24 studies) colluders were right on 39% of their gold answers with it and on 23%
-    # without (careful readers 85% and 74%); without it the median before a stop was 10
-    # instead of 11 (colluders 13 instead of 15), fewer rings were missed (5 of 168 instead
-    # of 9) and no careful worker of 480 was stopped (benchmarks/RESULTS.md, eighteenth look).
-    gold_easy_first: ClassVar[bool] = False
     aggregation_methods: ClassVar[tuple[str, ...]] = (
         "majority_vote", "dawid_skene", "mace", "bradley_terry",
     )  # fmt: skip

@@ -1,5 +1,4 @@
-"""Comparison's QC defaults: real items weighed by how hard readers find them; gold in one
-shared order but not easy gold first (its tally follows a ring's lucky picks); no type stops a
+"""Comparison's QC defaults: real items weighed by how hard readers find them; no type stops a
 worker below the crowd before below_crowd's ten judged answers unless the study asks for it
 (`below_crowd_early`, which on the QC benchmark cost a careful worker and no answers)."""
 
@@ -82,16 +81,3 @@ def test_every_type_waits_for_ten_answers_by_default() -> None:
         assert "below_crowd_early" not in {r.name for r in config.rules}, hit_type
         if hit_type != "comparison":
             assert config.crowd.real_difficulty is False  # not measured on them yet
-
-
-def test_comparison_gold_is_not_served_easy_first_by_default_and_the_other_types_are() -> None:
-    for hit_type in ("boundary", "likert", "comparison", "form"):
-        gold = parse_qc_config(get_hit_type(hit_type).validate_qc_config(None)).gold
-        assert gold.shared_order is True
-        assert gold.easy_first is (hit_type != "comparison"), hit_type
-    comparison = get_hit_type("comparison")
-    # A study that asks for easy gold first gets it; other gold settings keep the default.
-    asked = parse_qc_config(comparison.validate_qc_config({"gold": {"easy_first": True}}))
-    assert asked.gold.easy_first is True and asked.gold.threshold == comparison.gold_threshold
-    # What a study stored is what it gets: the completed settings say easy_first outright.
-    assert comparison.validate_qc_config(None)["gold"]["easy_first"] is False
