@@ -56,8 +56,9 @@ def settings(study: Study, override: dict[str, Any]) -> Any:
 
 
 def replay(dump: dict[str, Any], override: dict[str, Any], step: int) -> dict[str, Any]:
-    """Per worker (external id): kind, {rule: answers when it first fired}, and
-    {judged answers: highest agreement_below_prob}."""
+    """Per worker (external id): kind, {rule: answers when it first fired},
+    {judged answers: highest agreement_below_prob} and the track: (answers, judged answers,
+    agreement_below_prob) at every judgement."""
     db = Database(dump["database"])
     with db.session() as session:
         study = session.get(Study, dump["study_id"])
