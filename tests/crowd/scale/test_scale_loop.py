@@ -17,7 +17,7 @@ from sqlalchemy import select
 from crowd.delivery.signed import verify_signature
 from crowd.queue.runner import run_worker
 from crowd.settings import Settings
-from crowd.storage import Database, Delivery, DeliveryStatus, utcnow
+from crowd.storage import Database, Delivery, DeliveryStatus, ScaleTask, utcnow
 from examples.scale_rl_loop import (
     CallbackReceiver,
     authentic,
@@ -26,6 +26,18 @@ from examples.scale_rl_loop import (
     simulate,
     toy_samples,
 )
+
+
+def _state(db: Database) -> str:
+    """What the tasks and their callbacks' deliveries say, for a failure's message (the test
+    once saw 2 callbacks of 8 in a full run of the suite, and never alone)."""
+    with db.session() as session:
+        tasks = [(t.status, t.delivery_id) for t in session.scalars(select(ScaleTask))]
+        deliveries = [(d.id, d.status, d.attempts, d.last_error)
+                      for d in session.scalars(select(Delivery))]  # fmt: skip
+    return f"tasks (status, delivery): {tasks}; deliveries (id, status, attempts, error): " + str(
+        deliveries
+    )
 
 
 @pytest.mark.slow
@@ -40,7 +52,7 @@ def test_a_round_of_comparisons_comes_back_as_signed_callbacks(
         run_worker(settings, burst=True)
     key = callback_auth_key(live_server.url, api_key)
     by_task = {callback.payload["task_id"]: callback for callback in receiver.received}
-    assert set(by_task) == set(round_.task_ids.values())
+    assert set(by_task) == set(round_.task_ids.values()), _state(db)
     assert len(receiver.received) == len(samples)  # one callback per task, none twice
     client = ScaleClient(api_key, api_instance_url=f"{live_server.url}/v1")
     agree = 0
