@@ -56,9 +56,8 @@ def settings(study: Study, override: dict[str, Any]) -> Any:
 
 
 def replay(dump: dict[str, Any], override: dict[str, Any], step: int) -> dict[str, Any]:
-    """Per worker (external id): kind, {rule: answers when it first fired},
-    {judged answers: highest agreement_below_prob} and the track: (answers, judged answers,
-    agreement_below_prob) at every judgement."""
+    """Per worker (external id): kind, {rule: answers when it first fired} and the track:
+    (answers, judged answers, agreement_below_prob) at every judgement."""
     db = Database(dump["database"])
     with db.session() as session:
         study = session.get(Study, dump["study_id"])
@@ -69,7 +68,6 @@ def replay(dump: dict[str, Any], override: dict[str, Any], step: int) -> dict[st
         names = dict(session.execute(select(Worker.id, Worker.external_id)).all())
     db.dispose()
     first: dict[str, dict[str, int]] = defaultdict(dict)
-    highest: dict[str, dict[int, float]] = defaultdict(dict)
     track: dict[str, list[tuple[int, int, float]]] = defaultdict(list)
     for n in [*range(step, len(found), step), len(found)]:
         ids = {row[0] for row in found[:n]}
@@ -78,7 +76,6 @@ def replay(dump: dict[str, Any], override: dict[str, Any], step: int) -> dict[st
         for worker, metrics in evidence.items():
             judged, below = metrics.get("agreement_n") or 0, metrics.get("agreement_below_prob")
             if judged and below is not None:
-                highest[worker][judged] = max(highest[worker].get(judged, 0.0), below)
                 track[worker].append((metrics["responses"], judged, below))
         for decision in evaluate(evidence, config.rules):
             if decision.action is not Action.FLAG:
@@ -87,7 +84,7 @@ def replay(dump: dict[str, Any], override: dict[str, Any], step: int) -> dict[st
     workers = dump["workers"]
     return {
         name: {"kind": workers.get(name, {}).get("kind"), "first": first.get(str(wid), {}),
-               "highest": highest.get(str(wid), {}), "track": track.get(str(wid), [])}
+               "track": track.get(str(wid), [])}
         for wid, name in names.items()
     }  # fmt: skip
 
@@ -103,8 +100,11 @@ def report(studies: dict[str, dict[str, Any]]) -> None:
             kind, first = found["kind"], found["first"]
             if kind in GOOD and first:  # noisy workers read, if carelessly: not bad
                 good_stopped.append(f"{name} {worker} ({kind}) {first}")
-            if kind == "careful":
-                for judged, below in found["highest"].items():
+            if kind == "careful":  # each worker's highest at each number of judged answers
+                theirs: dict[int, float] = {}
+                for _, judged, below in found["track"]:
+                    theirs[judged] = max(theirs.get(judged, 0.0), below)
+                for judged, below in theirs.items():
                     highest[judged].append(below)
             if kind in GOOD or kind is None:
                 continue

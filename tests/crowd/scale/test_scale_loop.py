@@ -35,9 +35,8 @@ def _state(db: Database) -> str:
         tasks = [(t.status, t.delivery_id) for t in session.scalars(select(ScaleTask))]
         deliveries = [(d.id, d.status, d.attempts, d.last_error)
                       for d in session.scalars(select(Delivery))]  # fmt: skip
-    return f"tasks (status, delivery): {tasks}; deliveries (id, status, attempts, error): " + str(
-        deliveries
-    )
+    return (f"tasks (status, delivery): {tasks}; "
+            f"deliveries (id, status, attempts, error): {deliveries}")
 
 
 @pytest.mark.slow
