@@ -23,7 +23,7 @@ from crowd.platforms.providers import PROVIDERS, Provider
 from crowd.platforms.providers.base import RemoteSubmission
 from crowd.platforms.sessions import ANSWERS_FIELD, CODE_FIELD, provider_code
 from crowd.quality.exclusion import study_qc
-from crowd.quality.standing import explanation_facts, response_facts, tally_gold
+from crowd.quality.standing import explanation_facts, response_facts
 from crowd.queue import EVENTS, fetch_job, job_queue
 from crowd.queue.hooks import SweepContext, every_sweep
 from crowd.queue.jobs import context
@@ -442,7 +442,6 @@ def _recover_answers(
         )
         session.add(response)
         session.flush()
-        tally_gold(session, item, flags)
         session.add(
             OutboxEvent(
                 topic=RESPONSE_STORED,

@@ -19,7 +19,6 @@ from crowd.storage import (
     Item,
     ItemKind,
     Response,
-    ResponseSource,
     Study,
     StudyWorker,
     Worker,
@@ -401,15 +400,11 @@ def promote(
         item.kind = ItemKind.GOLD
         item.expected = expected
         item.meta = {**item.meta, "promoted_gold": {"trusted_workers": len(trusted)}}
-        item.gold_answers, item.gold_right = 0, 0.0
+        # The gold tally serving orders by (qc.gold.easy_first) counts these answers from the
+        # next QC refresh (crowd.quality.tally), with the readers' weights of the moment.
         for response in session.scalars(select(Response).where(Response.item_id == item.id)):
             accuracy = hit.gold_accuracy(expected, response.answer)
             response.qc_flags = {**response.qc_flags, "gold_accuracy": accuracy}
-            if accuracy is not None and response.source == ResponseSource.LIVE:
-                # The gold tally serving orders by (qc.gold.easy_first), as if these live
-                # answers had been given to a gold item.
-                item.gold_answers += 1
-                item.gold_right += accuracy
         audit(session, actor, "promote_gold", f"{min_agreeing}+ trusted workers agree",
               study_id=study.id, details={"item": external_id, "expected": expected})  # fmt: skip
     return promoted

@@ -14,12 +14,13 @@ import random
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Select, case, insert, null, select, true, update
+from sqlalchemy import Select, case, insert, null, select, true
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from crowd.exceptions import InvalidAction
 from crowd.quality.exclusion import replace_excluded, study_qc
+from crowd.quality.tally import retally_gold
 from crowd.storage import (
     Assignment,
     AuditEntry,
@@ -142,15 +143,6 @@ def response_facts(
     row = _qc_row(0, "", item.external_id, str(item.kind), flags, None)
     flags["signals"] = response_signals(row, config.anomalies)
     return flags
-
-
-def tally_gold(session: Session, item: Item, flags: Mapping[str, Any]) -> None:
-    """Count a stored answer to a gold item in its tally, in SQL (concurrent answers to one
-    item add up), which easy gold first (crowd.work.serving) reads; others leave it alone."""
-    if item.kind == ItemKind.GOLD and (accuracy := flags.get("gold_accuracy")) is not None:
-        tallied = {"gold_answers": Item.gold_answers + 1, "gold_right": Item.gold_right + accuracy}
-        update_ = update(Item).where(Item.id == item.id).values(tallied)
-        session.execute(update_, execution_options={"synchronize_session": False})
 
 
 def typing_report(raw: Any) -> dict[str, int] | None:
@@ -437,6 +429,8 @@ def refresh_standings(
     # Gold pooled over the experimenter's studies of the HIT type, not the study's alone.
     gold = pooled_gold(session, rows.keys(), study, config)
     evidence_of = worker_evidence(qc_rows(session, study, rows.keys()), config, crowd, gold)
+    if config.gold.shared_order and config.gold.easy_first:
+        retally_gold(session, study, crowd)
     for worker_id, row in rows.items():
         evidence = evidence_of.get(str(worker_id))
         if evidence is not None:

@@ -79,10 +79,11 @@ class Item(Base):
     replaced: Mapped[int] = mapped_column(default=0, server_default="0")
     # Serving order: lower ranks first (e.g. one group of texts after another).
     rank: Mapped[int] = mapped_column(default=0, server_default="0")
-    # Of a gold item: how many live answers were scored against it, and their gold accuracy
-    # summed, raised as each is stored, so serving can put the gold readers get right first
+    # Of a gold item: its live answers' weight and their gold accuracy summed, each answer
+    # weighed by its worker's agreement with the crowd above chance, recounted in every QC
+    # refresh (crowd.quality.tally), so serving can put the gold readers get right first
     # (qc.gold.easy_first) without reading the answers.
-    gold_answers: Mapped[int] = mapped_column(default=0, server_default="0")
+    gold_weight: Mapped[float] = mapped_column(default=0.0, server_default="0")
     gold_right: Mapped[float] = mapped_column(default=0.0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 

@@ -379,7 +379,6 @@ def store_response(
         # on every answer for a case that serving, which never hands out a seen item, rules
         # out).
         raise InvalidAction("you have already answered this item") from None
-    quality.tally_gold(session, item, flags)
     if assignment.platform_session_id is not None:
         session.execute(
             update(PlatformSession)

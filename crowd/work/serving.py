@@ -160,27 +160,29 @@ def take_by(session: Session, statement: Any, values: dict[str, Any]) -> Item | 
     return session.scalars(statement, values, execution_options=_TAKE_OPTIONS).first()
 
 
-# Answers' worth of the study's share of right gold answers that a gold item's own share
-# starts from (easy gold first): an item few have answered is taken to be typical, so one
-# lucky answer does not put it ahead of the gold that many readers got right.
+# Readers' worth (a reader always right weighs 1: crowd.quality.tally) of the study's share of
+# right gold answers that a gold item's own share starts from (easy gold first): an item few
+# have answered is taken to be typical, so one lucky answer does not put it ahead of the gold
+# that many readers got right.
 EASY_PRIOR = 2.0
 
 
 def _easiness(study_id: Any) -> Any:
     """A gold item's share of right answers (its tally, `Item.gold_right` of
-    `Item.gold_answers`), shrunk towards the study's share over its gold by EASY_PRIOR
-    answers (one half before any gold answer)."""
+    `Item.gold_weight`, each answer weighed by its reader's agreement with the crowd), shrunk
+    towards the study's share over its gold by EASY_PRIOR readers (one half before any gold
+    answer counts)."""
     every = aliased(Item, name="study_gold")
     study_share = (
         select(
             func.coalesce(
-                func.sum(every.gold_right) / func.nullif(func.sum(every.gold_answers), 0), 0.5
+                func.sum(every.gold_right) / func.nullif(func.sum(every.gold_weight), 0), 0.5
             )
         )
         .where(every.study_id == study_id, every.kind == ItemKind.GOLD)
         .scalar_subquery()
     )
-    return (Item.gold_right + EASY_PRIOR * study_share) / (Item.gold_answers + EASY_PRIOR)
+    return (Item.gold_right + EASY_PRIOR * study_share) / (Item.gold_weight + EASY_PRIOR)
 
 
 @functools.cache

@@ -254,11 +254,11 @@ def test_items_trusted_workers_agree_on_become_gold(
     assert kind == ItemKind.GOLD and expected == {"boundary": 3}
     # The three trusted workers guessed 3 (exact), u guessed 1 (early: no points).
     assert [f["gold_accuracy"] for f in flags] == [1.0, 1.0, 1.0, 0.0]
-    with db.session() as session:  # and its tally, which easy gold first serves by
-        tally = session.execute(
-            select(Item.gold_answers, Item.gold_right).where(Item.external_id == "r")
+    with db.session() as session:  # its tally, which easy gold first serves by, waits for
+        tally = session.execute(  # the next QC refresh, which weighs each reader
+            select(Item.gold_weight, Item.gold_right).where(Item.external_id == "r")
         ).one()
-    assert tuple(tally) == (4, 3.0)
+    assert tuple(tally) == (0.0, 0.0)
     entries = promotions()
     assert len(entries) == 1
     assert entries[0].actor == "system" and entries[0].study_id == study_id
@@ -271,3 +271,9 @@ def test_items_trusted_workers_agree_on_become_gold(
         assert quality.gold_results(session, t1, study) == [1.0] * 6
         # Nothing real is left to promote.
         assert labels.promote(session, study) == {}
+        # The next refresh counts its answers in its tally: the three who read, u at chance.
+        quality.refresh_study(session, study)
+        weight, right = session.execute(
+            select(Item.gold_weight, Item.gold_right).where(Item.external_id == "r")
+        ).one()
+    assert weight > 1 and right == pytest.approx(weight, abs=1e-3)

@@ -204,15 +204,17 @@ def test_sync_recovers_an_answer_we_lost_from_mturks_answer_xml(
         for assignment in session.scalars(select(Assignment)).all():
             assignment.state = AssignmentState.ABANDONED
         # One of the items was gold (a real item made gold after the answers, as `crowd qc
-        # promote-gold` does): its recovered answer is scored and counted as a live one.
+        # promote-gold` does): its recovered answer is scored as a live one, which the gold
+        # tally counts from the next QC refresh.
         gold = session.get(Item, min(live))
-        gold.kind, gold.gold_answers, gold.gold_right = ItemKind.GOLD, 0, 0.0
+        gold.kind = ItemKind.GOLD
     report = sync_study(db, settings, WorkerSigner(settings.secret_key), study_id)
     assert report.recovered == 1
     with db.session() as session:
         answers = session.scalars(select(Response)).all()
         assert len(answers) == 2
         assert all(r.qc_flags.get("recovered_from") == "mturk" for r in answers)
+        assert all(r.source == "live" for r in answers)
         assert all(r.answer for r in answers)
         # The QC facts of a live answer but the time, which the platform does not keep.
         for r in answers:
@@ -222,7 +224,6 @@ def test_sync_recovers_an_answer_we_lost_from_mturks_answer_xml(
         gold = session.get(Item, min(live))
         scored = next(r for r in answers if r.item_id == gold.id).qc_flags["gold_accuracy"]
         assert scored == 1.0  # 'machine' at sentence 1, one before the boundary (2)
-        assert (gold.gold_answers, gold.gold_right) == (1, 1.0)
 
 
 def test_forged_answers_in_mturk_are_not_recovered(
