@@ -61,8 +61,10 @@ class GoldPolicy:
     items whose truth is known; false: any unseen gold item at random (an item every
     worker meets is easier for a forum to spot); easy_first: in that shared order, the gold
     items their readers got right most often come first (each item's share of right
-    answers, shrunk towards the study's share by `crowd.work.serving.EASY_PRIOR` answers;
-    an item nobody answered is taken to be typical), so the first gold a worker meets tells
+    answers, each weighed by its reader's agreement with the crowd above chance
+    (`crowd.quality.tally`), shrunk towards the study's share by
+    `crowd.work.serving.EASY_PRIOR` readers; an item nobody answered is taken to be
+    typical), so the first gold a worker meets tells
     a reader from a guesser and careful workers are not judged by the hardest;
     by_difficulty: weigh each gold answer by how much of a reader's skill its item shows, so
     a hard item most readers miss counts less
