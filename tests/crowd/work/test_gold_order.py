@@ -5,6 +5,7 @@ every QC refresh (crowd.quality.tally), and serving puts the gold its readers go
 
 from __future__ import annotations
 
+import doctest
 from collections.abc import Callable
 
 import pytest
@@ -12,6 +13,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import select, update
 
 from crowd.quality import standing as quality
+from crowd.quality import tally
 from crowd.quality.tally import reader_weight, retally_gold
 from crowd.storage import Database, Item, Response, Study, StudyWorker, Worker
 from tests.conftest import join, passage
@@ -41,6 +43,11 @@ def two_readers(
     for name, guess in (("right", 4), ("wrong", 1)):
         assert play_items(client, join(client, auth, external_id=name), study_id, 2, guess) == 2
     return study_id
+
+
+def test_a_readers_weight_is_their_accuracy_above_chance_as_a_share_of_the_way_to_always() -> None:
+    result = doctest.testmod(tally)  # reader_weight's examples: a reader, a guesser, nobody
+    assert result.failed == 0 and result.attempted >= 2
 
 
 def refresh(db: Database, study_id: int) -> dict[str, float]:
