@@ -10,6 +10,8 @@ Create Date: 2026-11-29 23:30:00
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -20,24 +22,16 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("items") as batch:
-        batch.alter_column(
-            "gold_answers",
-            new_column_name="gold_weight",
-            type_=sa.Double(),
-            existing_type=sa.Integer(),
-            existing_nullable=False,
-            existing_server_default="0",
-        )
+    _rename("gold_answers", sa.Integer(), "gold_weight", sa.Double())
 
 
 def downgrade() -> None:
+    _rename("gold_weight", sa.Double(), "gold_answers", sa.Integer())
+
+
+def _rename(
+    old: str, old_type: sa.types.TypeEngine[Any], new: str, new_type: sa.types.TypeEngine[Any]
+) -> None:
     with op.batch_alter_table("items") as batch:
-        batch.alter_column(
-            "gold_weight",
-            new_column_name="gold_answers",
-            type_=sa.Integer(),
-            existing_type=sa.Double(),
-            existing_nullable=False,
-            existing_server_default="0",
-        )
+        batch.alter_column(old, new_column_name=new, type_=new_type, existing_type=old_type,
+                           existing_nullable=False, existing_server_default="0")  # fmt: skip
