@@ -95,7 +95,7 @@ def test_a_ring_that_copies_a_lucky_pick_counts_for_what_the_crowd_says_it_reads
 ) -> None:
     # Workers 1-3 read (weight 0.8); 4-7 share one pick per item and agree with the crowd
     # at chance (weight 0). The ring was right on g1, and wrong on g0 where the readers
-    # were right: counted one answer one vote, g1 (4 of 4) would lead g0 (3 of 7).
+    # were right: counted one answer one vote, g1 (4 of 7) would lead g0 (3 of 7).
     items = [passage("r0", 1, n=3)] + [passage(f"g{i}", 2, n=3, kind="gold") for i in range(2)]
     config = {**NO_EXPLANATION, "annotations_per_item": 7, "qc": {"gold": ALWAYS_GOLD}}
     study_id = make_study(items, config)
