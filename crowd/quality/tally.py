@@ -8,7 +8,8 @@ met it and copied the right answer, and a wrong one sank it. Their picks at rand
 a best-of-4 comparison) were right on 39% of their gold answers (benchmarks/RESULTS.md,
 eighteenth look). Weighed by agreement with the crowd above chance, a worker whose answers
 the crowd does not bear out counts for little, whoever they copy, and the readers who do
-read still set the order. The weights are the crowd's estimates of the moment (they move as
+read still set the order: rings were then right on 26% of their gold, chance (nineteenth
+look). The weights are the crowd's estimates of the moment (they move as
 answers arrive), so the whole study's tally is recounted, not added to.
 """
 
