@@ -234,8 +234,13 @@ def default_rules(
         ("collusion", "collusion_partners", 1, soft, {},
          "Shares answers (or explanations) with other workers far beyond chance."),
         # Every answer and check at once, with a possible switch from reading to not: what
-        # the rules above and below see apart (qc.drift).
-        ("stopped_reading", "stopped_reading_prob", drift, soft, {"stopped_reading_n": 4},
+        # the rules above and below see apart (qc.drift). At least 6 events: on 4 the prior
+        # (the crowd's share of non-readers) decides as much as the worker. A careful reader
+        # who slipped on a check and met a wrong consensus on 3 answers crossed 0.99 on 4;
+        # replayed on 32 studies where nobody was stopped, 6 kept every careful worker that
+        # fewer events stopped, and bad workers' median answers before a stop did not move
+        # (benchmarks/RESULTS.md, twentieth look).
+        ("stopped_reading", "stopped_reading_prob", drift, soft, {"stopped_reading_n": 6},
          "Answers and attention checks together: credibly not reading now."),
         ("below_crowd", "agreement_below_prob", credibility, soft, below,
          "Accuracy against the crowd credibly closer to chance than to the crowd's."),

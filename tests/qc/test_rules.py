@@ -31,7 +31,7 @@ def test_default_rules_are_the_documented_ones() -> None:
         "attention_failed": ("attention_fail_prob", ">=", 0.95, soft, {"attention_failed": 3}),
         "gold_below_threshold": ("gold_below_prob", ">=", 0.95, soft, {"gold_n": 3}),
         "collusion": ("collusion_partners", ">=", 1, soft, {}),
-        "stopped_reading": ("stopped_reading_prob", ">=", 0.99, soft, {"stopped_reading_n": 4}),
+        "stopped_reading": ("stopped_reading_prob", ">=", 0.99, soft, {"stopped_reading_n": 6}),
         "below_crowd": ("agreement_below_prob", ">=", 0.95, soft, {"agreement_n": 10}),
         "drifted": ("recent_below_prob", ">=", 0.998, soft, {"agreement_n": 10}),
         "constant_answers": ("constant_share", ">=", 0.9, soft, {"constant_n": 12}),
@@ -234,14 +234,14 @@ def test_metrics_cover_every_default_rule() -> None:
         assert set(rule.min_evidence) <= set(METRICS)
 
 
-def test_stopped_reading_rule_says_since_when_and_waits_for_four_events() -> None:
+def test_stopped_reading_rule_says_since_when_and_waits_for_six_events() -> None:
     rule = rules_by_name()["stopped_reading"]
     evidence = {
         "drifted": {"stopped_reading_prob": 0.995, "stopped_reading_n": 17,
                     "stopped_reading_since": 8},
         "random": {"stopped_reading_prob": 0.999, "stopped_reading_n": 6,
                    "stopped_reading_since": 0},
-        "short": {"stopped_reading_prob": 0.999, "stopped_reading_n": 3,
+        "short": {"stopped_reading_prob": 0.999, "stopped_reading_n": 5,
                   "stopped_reading_since": 0},
         "reader": {"stopped_reading_prob": 0.02, "stopped_reading_n": 30,
                    "stopped_reading_since": None},
