@@ -21,6 +21,8 @@ production). Then we measure:
 
 Run: `.venv/bin/python benchmarks/qc_bench.py` (or `make bench-qc`); the results block in
 benchmarks/RESULTS.md is rewritten. `--types`, `--redundancy` and `--mixes` run a part.
+`--flag-only --dump DIR` plays studies whose rules only flag, for `benchmarks/qc_policies.py`
+to try other rules on every worker's whole record.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from qc_labels import (  # noqa: E402
     compare,
     control_config,
     first_answers_labels,
+    flag_only_config,
     label_table,
     study_labels,
 )
@@ -135,10 +138,12 @@ def play(
     config = {**CONFIGS[hit_type], "annotations_per_item": redundancy}
     over = json.loads(args.qc)  # --qc: sections laid over the type's own (none by default)
     config["qc"] = {k: {**config.get("qc", {}).get(k, {}), **v} for k, v in over.items()}
+    if control or args.flag_only:
+        config = control_config(config) if control else flag_only_config(hit_type, config)
     with db.session() as session:
         api_key = create_api_key(session, "bench")
         study = create_study(session, authenticate(session, api_key), f"QC {hit_type}",
-                             hit_type, control_config(config) if control else config)  # fmt: skip
+                             hit_type, config)  # fmt: skip
         import_items(session, study, records)
         open_study(session, study, ["sim"])
         study_id = study.id
@@ -549,6 +554,8 @@ def main() -> None:
                         help="most seconds to wait between rounds for the queue to catch up "
                              "(0: do not wait)")  # fmt: skip
     parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
+    parser.add_argument("--flag-only", action="store_true", help="rules flag, stop nobody: "
+                        "whole records for qc_policies.py (detection is then meaningless)")
     parser.add_argument("--no-control", action="store_true",
                         help="skip the control study without QC (and the label table)")  # fmt: skip
     args = parser.parse_args()

@@ -29,6 +29,8 @@ from crowd.quality import labels
 from crowd.storage import Database, Item, ItemKind, Response, StudyWorker
 from crowd.studies.lifecycle import get_study
 from qc.aggregation import label_accuracy
+from qc.rules import Action
+from tasks import get_hit_type
 
 
 def control_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -37,6 +39,15 @@ def control_config(config: dict[str, Any]) -> dict[str, Any]:
     qc = config.get("qc", {})
     gold = {**qc.get("gold", {}), "min_rate": 0.0, "max_rate": 0.0}
     return {**config, "attention_rate": 0.0, "qc": {**qc, "rules": [], "gold": gold}}
+
+
+def flag_only_config(hit_type: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The study config with the type's default rules (as the study's QC settings make them)
+    turned into flags: nobody is stopped, so every worker's whole record is there for
+    `benchmarks/qc_policies.py` to replay rules on (`qc_bench.py --flag-only`)."""
+    qc = get_hit_type(hit_type).validate_qc_config(config.get("qc"))
+    rules = [{**rule, "action": Action.FLAG.value} for rule in qc["rules"]]
+    return {**config, "qc": {**config.get("qc", {}), "rules": rules}}
 
 
 def full_items(session: Any, study_id: int, redundancy: int) -> set[str]:
