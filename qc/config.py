@@ -173,6 +173,10 @@ class CrowdPolicy:
     real_difficulty: weigh each real task of categorical labels by how hard readers find it
     (how often the other answers agree), as gold is weighed: a task readers split on tests
     less, one they all agree on more (`qc.agreement`, `_Question.weigh_real`).
+    gold_vouch: the rules that judge a worker against the crowd (stopped_reading,
+    below_crowd, below_crowd_early, drifted) wait while the worker's gold vouches for them,
+    P(gold accuracy below the gold threshold) under gold_vouch: the consensus is wrong where
+    the crowd is, gold is the truth (0: gold never vouches; a worker without gold has none).
     """
 
     margin: float = 0.5
@@ -186,9 +190,11 @@ class CrowdPolicy:
     early_credibility: float = 0.99
     min_items: int | None = None
     real_difficulty: bool = False
+    gold_vouch: float = 0.2
 
     def __post_init__(self) -> None:
         _check_share("qc.crowd.margin", self.margin)
+        _check_share("qc.crowd.gold_vouch", self.gold_vouch)
         _check_share("qc.crowd.early_credibility", self.early_credibility, open_low=True)
         if self.early_answers is not None:
             _check_count("qc.crowd.early_answers", self.early_answers, 1)

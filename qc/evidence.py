@@ -49,9 +49,10 @@ def worker_evidence(
     in full tests: hard items count less, see qc.gold), gold_mean (posterior mean, unweighed;
     the prior's without gold), gold_below_prob (P(accuracy < config.gold.threshold), items
     weighed by difficulty unless config.gold.by_difficulty is false; None without gold),
-    gold_rate (the chance the next item is gold), "evidence" (signal -> the latest entries,
-    for display), "evidence_counts" (signal -> entries found), "source"
-    ("live" if any row is live, else "imported"; what `live_only` rules look at) and
+    gold_doubt (gold_below_prob, 1 without gold), gold_rate (the chance the next item is
+    gold), "evidence" (signal -> the latest entries, for display), "evidence_counts"
+    (signal -> entries found), "source" ("live" if any row is live, else "imported"; what
+    `live_only` rules look at) and
     "rater_groups" (the sorted groups of the worker's rows). Workers with only training
     rows appear with 0 responses. `crowd` (worker -> the metrics of `crowd_evidence`) adds
     each worker's agreement with the crowd and collusion. `gold`, a fitted model, gives the
@@ -64,6 +65,8 @@ def worker_evidence(
     >>> out = worker_evidence(rows, parse_qc_config(None))["a"]
     >>> out["gold_n"], out["gold_accuracy"], out["gold_below_prob"], out["attention_failed"]
     (1, 0.0, 0.75, 1)
+    >>> out["gold_doubt"], worker_evidence(rows[1:], parse_qc_config(None))["a"]["gold_doubt"]
+    (0.75, 1.0)
     """
     rows = list(rows)
     signals = WorkerSignals(config.anomalies).fit(rows)
@@ -109,6 +112,9 @@ def worker_evidence(
             "gold_weight": round(gold.weight(worker), 4),
             "gold_mean": gold.mean(worker),
             "gold_below_prob": gold.prob_below(worker, policy.threshold) if n_gold else None,
+            # The same, 1 without gold: what the crowd rules read to know that gold does not
+            # vouch for the worker (qc.config.CrowdPolicy.gold_vouch).
+            "gold_doubt": gold.prob_below(worker, policy.threshold) if n_gold else 1.0,
             "evidence": signals.signals_[worker],
             "evidence_counts": signals.counts_[worker],
             "source": LIVE if worker in live else IMPORTED,

@@ -48,6 +48,7 @@ METRICS: tuple[str, ...] = (
     "gold_weight",
     "gold_mean",
     "gold_below_prob",
+    "gold_doubt",
     "gold_rate",
     "agreement_n",
     "agreement_items",
@@ -195,6 +196,9 @@ class CrowdSettings(Protocol):
     @property
     def early_credibility(self) -> float: ...
 
+    @property
+    def gold_vouch(self) -> float: ...
+
 
 def default_rules(
     gold: GoldSettings | None = None, crowd: CrowdSettings | None = None
@@ -216,7 +220,13 @@ def default_rules(
     # Drift is tested anew on every refresh, over a short window: it needs stronger evidence
     # than a test of the whole record, or careful workers would trip it by the many looks.
     drift = 1 - (1 - credibility) / 5
-    below: dict[str, float] = {"agreement_n": 10}
+    # The crowd rules judge a worker against the consensus, which is wrong where the crowd
+    # is (a half-bad crowd at 3 answers an item often is); gold is the truth. While the
+    # worker's gold says they read (P(accuracy below the threshold) under gold_vouch) those
+    # rules wait, and the consensus is more likely wrong than the worker. A worker without
+    # gold has a gold_doubt of 1: nothing vouches.
+    vouch = {"gold_doubt": 0.2 if crowd is None else crowd.gold_vouch}
+    below: dict[str, float] = {"agreement_n": 10, **vouch}
     if crowd is not None and crowd.min_items is not None:
         below["agreement_items"] = crowd.min_items
     table: list[tuple[str, str, float, Action, dict[str, float], str]] = [
@@ -240,13 +250,15 @@ def default_rules(
         # replayed on 32 studies where nobody was stopped, 6 kept every careful worker that
         # fewer events stopped, and bad workers' median answers before a stop did not move
         # (benchmarks/RESULTS.md, twentieth look).
-        ("stopped_reading", "stopped_reading_prob", drift, soft, {"stopped_reading_n": 6},
+        ("stopped_reading", "stopped_reading_prob", drift, soft,
+         {"stopped_reading_n": 6, **vouch},
          "Answers and attention checks together: credibly not reading now."),
         ("below_crowd", "agreement_below_prob", credibility, soft, below,
          "Accuracy against the crowd credibly closer to chance than to the crowd's."),
         # The recent window alone, looked at on every refresh: firmer still, since
         # stopped_reading covers the same ground with the attention checks too.
-        ("drifted", "recent_below_prob", 1 - (1 - credibility) / 25, soft, {"agreement_n": 10},
+        ("drifted", "recent_below_prob", 1 - (1 - credibility) / 25, soft,
+         {"agreement_n": 10, **vouch},
          "Recent answers credibly closer to chance than to the crowd: stopped reading."),
         # Counted over the answers the worker chose (real and gold items; an attention check
         # dictates its answer), so a few choices among many checks never look constant. At
@@ -268,7 +280,7 @@ def default_rules(
     if crowd is not None and crowd.early_answers is not None:
         # Sooner on firmer evidence, where the HIT type sets it: a careful worker's posterior
         # swings most over the first few answers, which below_crowd's 10 waits out.
-        early: dict[str, float] = {"agreement_n": crowd.early_answers}
+        early: dict[str, float] = {"agreement_n": crowd.early_answers, **vouch}
         at = next(i for i, entry in enumerate(table) if entry[0] == "below_crowd") + 1
         table.insert(at, ("below_crowd_early", "agreement_below_prob", crowd.early_credibility,
                           soft, early, "Accuracy against the crowd far closer to chance than "

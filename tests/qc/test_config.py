@@ -70,16 +70,16 @@ def test_the_early_crowd_rule_follows_the_crowd_policy() -> None:
     config = parse_qc_config({"crowd": {"early_answers": 7, "early_credibility": 0.99}})
     [rule] = [r for r in config.rules if r.name == "below_crowd_early"]
     assert (rule.metric, rule.op, rule.threshold) == ("agreement_below_prob", ">=", 0.99)
-    assert rule.min_evidence == {"agreement_n": 7} and rule.live_only
+    assert rule.min_evidence == {"agreement_n": 7, "gold_doubt": 0.2} and rule.live_only
     assert parse_qc_config(config.to_json()) == config
 
 
 def test_below_crowd_waits_for_the_crowd_policys_items() -> None:
     [rule] = [r for r in parse_qc_config(None).rules if r.name == "below_crowd"]
-    assert rule.min_evidence == {"agreement_n": 10}
+    assert rule.min_evidence == {"agreement_n": 10, "gold_doubt": 0.2}
     config = parse_qc_config({"crowd": {"min_items": 8}})
     [rule] = [r for r in config.rules if r.name == "below_crowd"]
-    assert rule.min_evidence == {"agreement_n": 10, "agreement_items": 8}
+    assert rule.min_evidence == {"agreement_n": 10, "agreement_items": 8, "gold_doubt": 0.2}
     assert parse_qc_config(config.to_json()) == config
 
 
@@ -175,6 +175,8 @@ def test_round_trip() -> None:
         ({"crowd": {"min_items": 0}}, "qc.crowd.min_items must be a whole number of 1"),
         ({"crowd": {"min_items": "8"}}, "qc.crowd.min_items must be a whole number"),
         ({"crowd": {"early_credibility": 0}}, "qc.crowd.early_credibility must be a number g"),
+        ({"crowd": {"gold_vouch": 1.5}}, "qc.crowd.gold_vouch must be a number between 0 and 1"),
+        ({"crowd": {"gold_vouch": "high"}}, "qc.crowd.gold_vouch must be a number between 0"),
         ({"crowd": {"early_credibility": 1.2}}, "qc.crowd.early_credibility must be a number"),
         ({"rules": {"name": "x"}}, "qc.rules must be a list"),
         ({"rules": [{"name": "x"}]}, r"qc.rules\[0\]: rule 'x' lacks metric"),

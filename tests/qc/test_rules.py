@@ -19,6 +19,9 @@ from qc.rules import (
     excluded_by_rule,
 )
 
+# A worker who answered no gold: nothing vouches for them (qc.evidence's gold_doubt).
+NO_GOLD = {"gold_doubt": 1.0}
+
 
 def rules_by_name(rules: tuple[Rule, ...] = DEFAULT_RULES) -> dict[str, Rule]:
     return {rule.name: rule for rule in rules}
@@ -31,9 +34,11 @@ def test_default_rules_are_the_documented_ones() -> None:
         "attention_failed": ("attention_fail_prob", ">=", 0.95, soft, {"attention_failed": 3}),
         "gold_below_threshold": ("gold_below_prob", ">=", 0.95, soft, {"gold_n": 3}),
         "collusion": ("collusion_partners", ">=", 1, soft, {}),
-        "stopped_reading": ("stopped_reading_prob", ">=", 0.99, soft, {"stopped_reading_n": 6}),
-        "below_crowd": ("agreement_below_prob", ">=", 0.95, soft, {"agreement_n": 10}),
-        "drifted": ("recent_below_prob", ">=", 0.998, soft, {"agreement_n": 10}),
+        "stopped_reading": ("stopped_reading_prob", ">=", 0.99, soft,
+                            {"stopped_reading_n": 6, "gold_doubt": 0.2}),
+        "below_crowd": ("agreement_below_prob", ">=", 0.95, soft,
+                        {"agreement_n": 10, "gold_doubt": 0.2}),
+        "drifted": ("recent_below_prob", ">=", 0.998, soft, {"agreement_n": 10, "gold_doubt": 0.2}),
         "constant_answers": ("constant_share", ">=", 0.9, soft, {"constant_n": 12}),
         "too_fast": ("too_fast_share", ">=", 0.5, soft, {"responses": 5}),
         "identical_run": ("longest_run", ">=", 5, flag, {}),
@@ -55,17 +60,17 @@ def test_default_rules_follow_the_gold_policy() -> None:
 def test_the_early_crowd_rule_acts_sooner_on_firmer_evidence() -> None:
     rules = rules_by_name(default_rules(crowd=CrowdPolicy(early_answers=6)))
     rule = rules["below_crowd_early"]
-    assert (rule.threshold, rule.min_evidence) == (0.99, {"agreement_n": 6})
+    assert (rule.threshold, rule.min_evidence) == (0.99, {"agreement_n": 6, "gold_doubt": 0.2})
     pair = [rules["below_crowd"], rule]
     # Six judged answers: only a posterior of 0.99 acts; from ten, 0.95 does.
-    assert evaluate({"w": {"agreement_below_prob": 0.985, "agreement_n": 6}}, pair) == []
-    [early] = evaluate({"w": {"agreement_below_prob": 0.992, "agreement_n": 6}}, pair)
+    assert evaluate({"w": {"agreement_below_prob": 0.985, "agreement_n": 6, **NO_GOLD}}, pair) == []
+    [early] = evaluate({"w": {"agreement_below_prob": 0.992, "agreement_n": 6, **NO_GOLD}}, pair)
     assert early.rule == "below_crowd_early"
-    assert evaluate({"w": {"agreement_below_prob": 0.999, "agreement_n": 5}}, pair) == []
-    [late] = evaluate({"w": {"agreement_below_prob": 0.96, "agreement_n": 10}}, pair)
+    assert evaluate({"w": {"agreement_below_prob": 0.999, "agreement_n": 5, **NO_GOLD}}, pair) == []
+    [late] = evaluate({"w": {"agreement_below_prob": 0.96, "agreement_n": 10, **NO_GOLD}}, pair)
     assert late.rule == "below_crowd"
     # Like below_crowd, it judges live workers only.
-    imported = {"agreement_below_prob": 0.999, "agreement_n": 20, "source": "imported"}
+    imported = {"agreement_below_prob": 0.999, "agreement_n": 20, "source": "imported", **NO_GOLD}
     assert evaluate({"w": imported}, pair) == []
 
 
@@ -238,11 +243,11 @@ def test_stopped_reading_rule_says_since_when_and_waits_for_six_events() -> None
     rule = rules_by_name()["stopped_reading"]
     evidence = {
         "drifted": {"stopped_reading_prob": 0.995, "stopped_reading_n": 17,
-                    "stopped_reading_since": 8},
+                    "stopped_reading_since": 8, **NO_GOLD},
         "random": {"stopped_reading_prob": 0.999, "stopped_reading_n": 6,
-                   "stopped_reading_since": 0},
+                   "stopped_reading_since": 0, **NO_GOLD},
         "short": {"stopped_reading_prob": 0.999, "stopped_reading_n": 5,
-                  "stopped_reading_since": 0},
+                  "stopped_reading_since": 0, **NO_GOLD},
         "reader": {"stopped_reading_prob": 0.02, "stopped_reading_n": 30,
                    "stopped_reading_since": None},
     }  # fmt: skip
@@ -253,3 +258,25 @@ def test_stopped_reading_rule_says_since_when_and_waits_for_six_events() -> None
         "checks together (most probably at random after the first 8)"
     )
     assert "(at random from the start)" in reasons["random"]
+
+
+@pytest.mark.parametrize("rule", ["stopped_reading", "below_crowd", "drifted"])
+def test_the_crowd_rules_wait_while_gold_vouches_for_the_worker(rule: str) -> None:
+    found = rules_by_name()[rule]
+    against = {"stopped_reading_prob": 0.999, "stopped_reading_n": 20, "stopped_reading_since": 4,
+               "agreement_below_prob": 0.999, "recent_below_prob": 0.9999, "agreement_n": 20}
+    # The crowd says not reading; the worker's gold says reading (P(below) 0.1): it waits.
+    assert evaluate({"w": {**against, "gold_doubt": 0.1}}, [found]) == []
+    # Gold that does not vouch (0.2 and up), or no gold at all, lets the rule act.
+    for doubt in (0.2, 0.6, 1.0):
+        [decision] = evaluate({"w": {**against, "gold_doubt": doubt}}, [found])
+        assert decision.rule == rule and decision.evidence["gold_doubt"] == doubt
+    # A study can let the crowd outrank gold.
+    never = rules_by_name(default_rules(crowd=CrowdPolicy(gold_vouch=0.0)))[rule]
+    assert evaluate({"w": {**against, "gold_doubt": 0.0}}, [never]) != []
+
+
+def test_gold_never_vouches_against_attention_checks_gold_or_collusion() -> None:
+    rules = rules_by_name()
+    for name in ("attention_failed", "gold_below_threshold", "collusion", "constant_answers"):
+        assert "gold_doubt" not in rules[name].min_evidence

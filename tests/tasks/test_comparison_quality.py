@@ -37,7 +37,8 @@ def fired(
 ) -> dict[str, list[str]]:
     config = parse_qc_config(get_hit_type(hit_type).validate_qc_config(qc))
     evidence = crowd_evidence(answers, config)
-    return {worker: [d.rule for d in evaluate({worker: e}, config.rules)]
+    # No gold answered: nothing vouches for anyone (worker_evidence's gold_doubt is 1).
+    return {worker: [d.rule for d in evaluate({worker: {**e, "gold_doubt": 1.0}}, config.rules)]
             for worker, e in evidence.items()}  # fmt: skip
 
 
@@ -45,7 +46,7 @@ def test_a_study_can_stop_a_worker_far_below_the_crowd_within_a_few_comparisons(
     early = {"crowd": {"early_answers": 6}}
     config = parse_qc_config(get_hit_type("comparison").validate_qc_config(early))
     [rule] = [r for r in config.rules if r.name == "below_crowd_early"]
-    assert rule.min_evidence == {"agreement_n": 6} and rule.threshold == 0.99
+    assert rule.min_evidence == {"agreement_n": 6, "gold_doubt": 0.2} and rule.threshold == 0.99
     rng = random.Random(4)
     # Five wrong picks are not enough for anyone; seven are for the early rule, before
     # below_crowd's ten.
