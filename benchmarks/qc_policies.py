@@ -11,7 +11,8 @@ the first stop (a drifter's counted from its drift, as qc_bench counts them).
 A variant is a name and its changes, separated by commas: `scale=K` puts every rule on a
 probability at 1 - (1 - threshold) x K (2: 0.95 becomes 0.9, 0.99 becomes 0.98), and
 `RULE.METRIC=N` makes RULE wait until METRIC is at least N too. For example
-`--variant 'six=stopped_reading.stopped_reading_n=6'`. Rules that act later than the live
+`--variant 'four=stopped_reading.stopped_reading_n=4'` (the rule before 2026-11-30), or
+`stopped_reading.gold_doubt=0` (gold never vouches). Rules that act later than the live
 ones can be tried here, which `qc_replay.py` cannot: a live stop ends the record.
 
 With nobody stopped, bad workers' answers stay in the crowd for the whole study (a live run

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, TypeGuard
 
-from qc.rules import DEFAULT_RULES, Rule, default_rules
+from qc.rules import DEFAULT_RULES, GOLD_VOUCH, Rule, default_rules
 
 
 def _is_number(value: object) -> TypeGuard[float]:
@@ -190,7 +190,7 @@ class CrowdPolicy:
     early_credibility: float = 0.99
     min_items: int | None = None
     real_difficulty: bool = False
-    gold_vouch: float = 0.2
+    gold_vouch: float = GOLD_VOUCH
 
     def __post_init__(self) -> None:
         _check_share("qc.crowd.margin", self.margin)

@@ -200,6 +200,11 @@ class CrowdSettings(Protocol):
     def gold_vouch(self) -> float: ...
 
 
+# The default qc.crowd.gold_vouch: gold vouches for a worker while P(gold accuracy below the
+# threshold) is under it.
+GOLD_VOUCH = 0.2
+
+
 def default_rules(
     gold: GoldSettings | None = None, crowd: CrowdSettings | None = None
 ) -> tuple[Rule, ...]:
@@ -225,7 +230,7 @@ def default_rules(
     # worker's gold says they read (P(accuracy below the threshold) under gold_vouch) those
     # rules wait, and the consensus is more likely wrong than the worker. A worker without
     # gold has a gold_doubt of 1: nothing vouches.
-    vouch = {"gold_doubt": 0.2 if crowd is None else crowd.gold_vouch}
+    vouch = {"gold_doubt": GOLD_VOUCH if crowd is None else crowd.gold_vouch}
     below: dict[str, float] = {"agreement_n": 10, **vouch}
     if crowd is not None and crowd.min_items is not None:
         below["agreement_items"] = crowd.min_items
