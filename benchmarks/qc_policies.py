@@ -38,13 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qc_bar import GOOD  # noqa: E402
 from qc_crowd import DRIFT_AFTER  # noqa: E402
+from qc_replay import judgements  # noqa: E402
 from sqlalchemy import select  # noqa: E402
 
 from crowd.quality.exclusion import study_qc  # noqa: E402
-from crowd.quality.standing import crowd_metrics_of, crowd_rows, qc_rows  # noqa: E402
+from crowd.quality.standing import crowd_rows, qc_rows  # noqa: E402
 from crowd.storage import Database, Study, Worker  # noqa: E402
 from qc.config import parse_qc_config  # noqa: E402
-from qc.evidence import worker_evidence  # noqa: E402
 from qc.rules import Action, Rule, evaluate  # noqa: E402
 
 
@@ -93,10 +93,7 @@ def replay(job: tuple[str, dict[str, str], int]) -> tuple[str, dict[str, Any]]:
     db.dispose()
     rules = {name: variant_rules(config.rules, changes) for name, changes in variants.items()}
     first: dict[str, dict[str, tuple[int, str]]] = defaultdict(dict)
-    for n in [*range(step, len(found), step), len(found)]:
-        last = max(row[0] for row in found[:n])
-        crowd = crowd_metrics_of(study, config, found[:n])
-        evidence = worker_evidence([r for r in rows if r["response_id"] <= last], config, crowd)
+    for evidence in judgements(study, config, found, rows, step):
         for name, theirs in rules.items():
             for decision in evaluate(evidence, theirs):
                 if decision.action is not Action.FLAG:

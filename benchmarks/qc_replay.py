@@ -26,6 +26,7 @@ import json
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,17 @@ def settings(study: Study, override: dict[str, Any]) -> Any:
     return parse_qc_config(raw)
 
 
+def judgements(
+    study: Study, config: Any, found: list[Any], rows: list[dict[str, Any]], step: int
+) -> Iterator[dict[str, dict[str, Any]]]:
+    """Every worker's evidence as the study stood after every `step` answers of `found`
+    (crowd_rows) and at the end; `rows` are the study's qc_rows."""
+    for n in [*range(step, len(found), step), len(found)]:
+        ids = {row[0] for row in found[:n]}
+        crowd = crowd_metrics_of(study, config, found[:n])
+        yield worker_evidence([r for r in rows if r["response_id"] in ids], config, crowd)
+
+
 def replay(dump: dict[str, Any], override: dict[str, Any], step: int) -> dict[str, Any]:
     """Per worker (external id): kind, {rule: answers when it first fired} and the track:
     (answers, judged answers, agreement_below_prob) at every judgement."""
@@ -69,10 +81,7 @@ def replay(dump: dict[str, Any], override: dict[str, Any], step: int) -> dict[st
     db.dispose()
     first: dict[str, dict[str, int]] = defaultdict(dict)
     track: dict[str, list[tuple[int, int, float]]] = defaultdict(list)
-    for n in [*range(step, len(found), step), len(found)]:
-        ids = {row[0] for row in found[:n]}
-        crowd = crowd_metrics_of(study, config, found[:n])
-        evidence = worker_evidence([r for r in rows if r["response_id"] in ids], config, crowd)
+    for evidence in judgements(study, config, found, rows, step):
         for worker, metrics in evidence.items():
             judged, below = metrics.get("agreement_n") or 0, metrics.get("agreement_below_prob")
             if judged and below is not None:
