@@ -168,7 +168,7 @@ def reading_seconds(rng: random.Random, chars: int) -> float:
 class BenchWorker:
     external_id: str
     kind: str
-    rng: random.Random
+    seed: float  # with an item's key, seeds what the worker does on it (Play.rng)
     group: str | None = None
     favourite: int = 0  # position_biased: 0 for the scale's middle, 1 for one above
     token: str | None = None
@@ -216,6 +216,8 @@ class Play:
     key: str
     truth: Truth
     follows_check: bool  # reads and follows an attention check's instruction
+    rng: random.Random  # the worker's draws on this item
+    shared_rng: random.Random  # the draws a colluder's ring shares on this item
     seen: set[str] = field(default_factory=set)
 
 
@@ -246,13 +248,13 @@ class BenchCrowd:
         self.hit_type = hit_type
         self.truths = truths_of(hit_type, records)
         self.items_per_worker = items_per_worker
+        self.seed = seed
         master = random.Random(seed)
         self.workers: list[BenchWorker] = []
         colluders = 0
         for kind in KINDS:
             for n in range(mix.get(kind, 0)):
-                rng = random.Random(master.random())
-                worker = BenchWorker(f"{prefix}-{kind}-{n:02d}", kind, rng)
+                worker = BenchWorker(f"{prefix}-{kind}-{n:02d}", kind, master.random())
                 worker.favourite = master.choice((0, 1))
                 if kind == "colluder":
                     worker.group = f"{prefix}-ring-{colluders // group_size:02d}"
@@ -307,24 +309,39 @@ class BenchCrowd:
         truth = self.truths.get(key)
         if truth is None:
             raise RuntimeError(f"the crowd does not know the item {key[:60]!r}")
-        mode = worker.mode()
-        follows = mode in ("colluder", "paster") or (
-            mode in READERS and worker.rng.random() < READERS[mode].attention
-        )
-        play = Play(worker, mode, key, truth, follows_check=follows)
-        answer = {"boundary": self._boundary_plan, "likert": self._likert_plan,
-                  "comparison": self._comparison_plan, "form": self._form_plan,
-                  }[self.hit_type](play)  # fmt: skip
+        play = self.play(worker, key, truth)
+        answer = self.plan(play)
         path = f"/api/work/assignments/{view['assignment_id']}"
         while "task" in view and not view.get("answered"):
             task = view["task"]
-            seconds = reading_seconds(worker.rng, new_chars(task, play.seen))
+            seconds = reading_seconds(play.rng, new_chars(task, play.seen))
             body = {**answer(task), "step": task["step"], "sim_seconds": round(seconds, 3)}
             view = self._post(f"{path}/step", body, worker)
         if view.get("needs_followup"):
             view = self._post(f"{path}/explanation", self._explanation(play, view["task"]), worker)
         if "feedback" not in view:
             raise RuntimeError(f"assignment {view.get('assignment_id')} ended without feedback")
+
+    def play(self, worker: BenchWorker, key: str, truth: Truth) -> Play:
+        """The worker's play of the item `key` in its current mode.
+
+        Every draw on an item comes from the worker's (or the ring's) seed and the item, not
+        from one stream that the order of items shifts: a worker answers an item alike in a QC
+        study and in its control, whatever each served before, so the labels' comparison is
+        paired (common random numbers), not two samples of the crowd's noise."""
+        mode = worker.mode()
+        rng = random.Random(f"{worker.seed}:{key}")
+        shared_rng = random.Random(f"{self.seed}:{worker.group}:{key}")
+        follows = mode in ("colluder", "paster") or (
+            mode in READERS and rng.random() < READERS[mode].attention
+        )
+        return Play(worker, mode, key, truth, follows, rng, shared_rng)
+
+    def plan(self, play: Play) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+        """How the play answers each step of its page."""
+        return {"boundary": self._boundary_plan, "likert": self._likert_plan,
+                "comparison": self._comparison_plan, "form": self._form_plan,
+                }[self.hit_type](play)  # fmt: skip
 
     def _shared_answer(self, play: Play, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """The group's answer to the item: the first member to reach it decides."""
@@ -338,13 +355,14 @@ class BenchCrowd:
     # -- boundary ----------------------------------------------------------------------------
     def _boundary_guess(self, play: Play, n: int) -> int | None:
         """A guess fixed up front (n: all human), or None to decide sentence by sentence."""
-        rng, mode, truth = play.worker.rng, play.mode, play.truth
+        rng, mode, truth = play.rng, play.mode, play.truth
         if truth.attention and play.follows_check:
             return n
         if mode in READERS and truth.attention:
             return rng.randint(1, n - 1)  # a slip: the check's instruction was missed
         if mode == "colluder":
-            return int(self._shared_answer(play, lambda: {"guess": rng.randint(1, n)})["guess"])
+            ring = play.shared_rng.randint(1, n)
+            return int(self._shared_answer(play, lambda: {"guess": ring})["guess"])
         if mode == "paster":
             return 1 + item_hash("boundary", play.key) % n
         if mode == "position_biased":
@@ -372,19 +390,19 @@ class BenchCrowd:
                 chance = reader.detect if step >= boundary else reader.false_alarm
             else:
                 chance = RANDOM_MACHINE
-            return {"choice": "machine" if play.worker.rng.random() < chance else "human"}
+            return {"choice": "machine" if play.rng.random() < chance else "human"}
 
         return answer
 
     def _explanation(self, play: Play, task: Mapping[str, Any]) -> dict[str, Any]:
-        rng, step = play.worker.rng, int(task.get("step", 0))
+        rng, step = play.rng, int(task.get("step", 0))
         if play.mode == "paster":
             text, reasons = llm_explanation(play.key, step)
             return {"explanation": text, "reasons": reasons, "typing": pasted(rng, text)}
         if play.mode == "colluder":
 
             def make() -> dict[str, Any]:
-                text, reasons = reader_explanation(rng, step)
+                text, reasons = reader_explanation(play.shared_rng, step)
                 return {"text": text, "reasons": reasons}
 
             shared = self._shared_answer(play, lambda: {})
@@ -400,7 +418,7 @@ class BenchCrowd:
 
     # -- likert ------------------------------------------------------------------------------
     def _likert_plan(self, play: Play) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
-        rng, mode, truth = play.worker.rng, play.mode, play.truth
+        rng, mode, truth = play.rng, play.mode, play.truth
 
         def answer(task: Mapping[str, Any]) -> dict[str, Any]:
             attribute = task["attribute"]
@@ -415,7 +433,7 @@ class BenchCrowd:
             if mode == "colluder":
                 shared = self._shared_answer(play, lambda: {})
                 with self._shared_lock:
-                    rating = shared.setdefault(name, rng.randint(low, high))
+                    rating = shared.setdefault(name, play.shared_rng.randint(low, high))
                 return {"rating": int(rating)}
             if mode == "paster":  # an LLM's ratings: high, fixed by the item and question
                 pool = (high - 2, high - 1, high - 1, high - 1, high, high, high)
@@ -431,30 +449,32 @@ class BenchCrowd:
 
     # -- comparison --------------------------------------------------------------------------
     def _comparison_plan(self, play: Play) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
-        rng, mode, truth = play.worker.rng, play.mode, play.truth
+        rng, mode, truth = play.rng, play.mode, play.truth
 
         def answer(task: Mapping[str, Any]) -> dict[str, Any]:
             shown = _texts(list(task["candidates"]))
-            k = len(shown)
+            # Draws go to texts in one order, not to the page's positions: each page has its
+            # own order, and the same worker picks the same text on any of them.
+            texts, k = sorted(shown), len(shown)
             best = truth.best_text
             if truth.attention and play.follows_check and best in shown:
                 return {"choice": shown.index(best)}
             if mode in READERS and truth.attention:  # a slip: another candidate
-                return {"choice": rng.choice([p for p in range(k) if shown[p] != best])}
+                return {"choice": shown.index(rng.choice([t for t in texts if t != best]))}
             if mode in READERS:
                 utility = truth.utility or {}
                 sd = READERS[mode].utility_sd
-                noisy = [utility.get(text, 0.0) + rng.gauss(0.0, sd) for text in shown]
-                return {"choice": noisy.index(max(noisy))}
-            if mode == "colluder":  # the text, not the position: each page has its own order
-                text = self._shared_answer(play, lambda: {"text": rng.choice(shown)})["text"]
-                return {"choice": shown.index(text) if text in shown else rng.randrange(k)}
-            if mode == "paster":
-                text = sorted(shown)[item_hash("comparison", play.key) % k]
+                noisy = {text: utility.get(text, 0.0) + rng.gauss(0.0, sd) for text in texts}
+                return {"choice": shown.index(max(texts, key=noisy.__getitem__))}
+            if mode == "colluder":
+                ring = play.shared_rng.choice(texts)
+                text = self._shared_answer(play, lambda: {"text": ring})["text"]
                 return {"choice": shown.index(text)}
+            if mode == "paster":
+                return {"choice": shown.index(texts[item_hash("comparison", play.key) % k])}
             if mode == "position_biased" and rng.random() < BIASED_SHARE:
                 return {"choice": 0}
-            return {"choice": rng.randrange(k)}
+            return {"choice": shown.index(texts[rng.randrange(k)])}
 
         return answer
 
@@ -462,7 +482,8 @@ class BenchCrowd:
     def _form_plan(self, play: Play) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
         """Rating fields as the Likert plan rates, single-choice category fields as the
         comparison plan picks (the truth's utility 1, the others' 0, plus reading noise)."""
-        rng, mode, truth = play.worker.rng, play.mode, play.truth
+        mode, truth = play.mode, play.truth
+        rng = play.shared_rng if mode == "colluder" else play.rng  # a ring fills in one form
         wanted = dict(truth.fields or {})
 
         def rating(field: Mapping[str, Any]) -> int:
