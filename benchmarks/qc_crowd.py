@@ -6,7 +6,9 @@ explanation), reporting simulated time in `sim_seconds`. Each worker knows the t
 item from the experimenter's records and finds an item by what its page shows (a passage's
 first sentence, a Likert text, a comparison's query and candidates, a form's first
 attachment); its kind decides how it uses that truth. Every kind reads at a human pace, so
-no kind is caught by speed alone.
+no kind is caught by speed alone. What a worker does on an item is drawn from the worker's
+seed and the item alone (`BenchCrowd.play`), so the same crowd answers a QC study and its
+control alike item by item: the control's labels differ only where QC changed who answered.
 
 Kinds (KINDS): careful and noisy readers; slow_random (random answers at reading pace);
 colluder (groups of `group_size` share one answer per item, and on boundary passages one
