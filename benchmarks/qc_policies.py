@@ -9,8 +9,9 @@ stopped (with the rule and the answers it had read) and bad workers' median answ
 the first stop (a drifter's counted from its drift, as qc_bench counts them).
 
 A variant is a name and its changes, separated by commas: `scale=K` puts every rule on a
-probability at 1 - (1 - threshold) x K (2: 0.95 becomes 0.9, 0.99 becomes 0.98), and
-`RULE.METRIC=N` makes RULE wait until METRIC is at least N too. For example
+probability at 1 - (1 - threshold) x K (2: 0.95 becomes 0.9, 0.99 becomes 0.98),
+`RULE.METRIC=N` makes RULE wait until METRIC is at least N too, and `RULE.threshold=T` sets
+RULE's threshold. For example
 `--variant 'four=stopped_reading.stopped_reading_n=4'` (the rule before 2026-11-30), or
 `stopped_reading.gold_doubt=0` (gold never vouches). Rules that act later than the live
 ones can be tried here, which `qc_replay.py` cannot: a live stop ends the record.
@@ -52,9 +53,12 @@ def variant_rules(rules: tuple[Rule, ...], changes: str) -> tuple[Rule, ...]:
     """`rules` with a variant's changes (module docstring).
 
     >>> from qc.rules import DEFAULT_RULES
-    >>> got = {r.name: r for r in variant_rules(DEFAULT_RULES, "scale=2,too_fast.responses=9")}
+    >>> changes = "scale=2,too_fast.responses=9,attention_failed.threshold=0.99"
+    >>> got = {r.name: r for r in variant_rules(DEFAULT_RULES, changes)}
     >>> round(got["below_crowd"].threshold, 3), got["too_fast"].min_evidence
     (0.9, {'responses': 9})
+    >>> got["attention_failed"].threshold, got["attention_failed"].min_evidence
+    (0.99, {'attention_failed': 3})
     """
     out = list(rules)
     for change in filter(None, (c.strip() for c in changes.split(","))):
@@ -68,6 +72,9 @@ def variant_rules(rules: tuple[Rule, ...], changes: str) -> tuple[Rule, ...]:
         if not metric or name not in {r.name for r in out}:
             raise SystemExit(f"--variant: {change!r} is neither scale=K nor RULE.METRIC=N")
         least = float(value)
+        if metric == "threshold":
+            out = [dataclasses.replace(r, threshold=least) if r.name == name else r for r in out]
+            continue
         number = int(least) if least.is_integer() else least
         out = [dataclasses.replace(r, min_evidence={**r.min_evidence, metric: number})
                if r.name == name else r for r in out]  # fmt: skip
