@@ -35,7 +35,18 @@ def test_a_variant_scales_probability_rules_only_and_adds_evidence_to_one_rule()
     assert got["below_crowd"].min_evidence == before["below_crowd"].min_evidence
 
 
-@pytest.mark.parametrize("changes", ["nosuchrule.responses=3", "scale", "stopped_reading=3"])
+def test_a_variant_sets_one_rules_threshold() -> None:
+    got = {r.name: r for r in qc_policies.variant_rules(
+        DEFAULT_RULES, "attention_failed.threshold=0.995")}  # fmt: skip
+    before = {r.name: r for r in DEFAULT_RULES}
+    assert got["attention_failed"].threshold == 0.995
+    assert got["attention_failed"].min_evidence == before["attention_failed"].min_evidence
+    assert got["gold_below_threshold"] == before["gold_below_threshold"]
+
+
+@pytest.mark.parametrize(
+    "changes", ["nosuchrule.responses=3", "scale", "stopped_reading=3", "x.threshold=0.9"]
+)
 def test_a_mistyped_variant_is_refused_by_name(changes: str) -> None:
     with pytest.raises((SystemExit, ValueError)):
         qc_policies.variant_rules(DEFAULT_RULES, changes)
