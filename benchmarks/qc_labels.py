@@ -198,7 +198,9 @@ def label_table(results: list[dict[str, Any]]) -> list[str]:
         "",
         "Accuracy of aggregated labels on real items against the truth, without QC (a "
         "control study: the same crowd, seed and items with every rule off and no gold or "
-        "attention checks served, so nobody is stopped; each item's first answers up to the "
+        "attention checks served, so nobody is stopped; a worker answers an item alike in both "
+        "studies, `qc_crowd.py`'s draws being the worker's and the item's; each item's first "
+        "answers up to the "
         "redundancy, everyone's) and after the arrow with QC (the answers of the workers QC "
         "kept, excluded workers' answers asked for again), at equal redundancy: on the items "
         "both label with that many answers (an item the crowd ran out of work before answering "
