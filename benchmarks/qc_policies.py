@@ -70,7 +70,9 @@ def variant_rules(rules: tuple[Rule, ...], changes: str) -> tuple[Rule, ...]:
             continue
         name, _, metric = key.partition(".")
         if not metric or name not in {r.name for r in out}:
-            raise SystemExit(f"--variant: {change!r} is neither scale=K nor RULE.METRIC=N")
+            raise SystemExit(
+                f"--variant: {change!r} is none of scale=K, RULE.METRIC=N, RULE.threshold=T"
+            )
         least = float(value)
         if metric == "threshold":
             out = [dataclasses.replace(r, threshold=least) if r.name == name else r for r in out]
