@@ -15,8 +15,9 @@ production). Then we measure:
 - items a bad worker answered before QC stopped them (for drifters: after they drifted);
 - the accuracy of aggregated labels on real items against the truth, for every method, with
   QC (the answers of the workers it kept) and without (a control study the same crowd plays
-  with every rule off and no gold or checks: `benchmarks/qc_labels.py`; `--no-control` skips
-  it), pooled over a row's runs (each label compared counts once);
+  with every rule off and no gold or checks, each worker answering an item alike in both:
+  `benchmarks/qc_labels.py`; `--no-control` skips it), pooled over a row's runs (each label
+  compared counts once);
 - issue 19's bar per HIT type, with exact intervals (`benchmarks/qc_bar.py`).
 
 Run: `.venv/bin/python benchmarks/qc_bench.py` (or `make bench-qc`); the results block in
