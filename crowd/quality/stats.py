@@ -16,6 +16,7 @@ from crowd.storage import (
     OutboxEvent,
     Response,
     ResponseSource,
+    Serving,
     Study,
     StudyWorker,
     Worker,
@@ -27,12 +28,13 @@ RATERS_PER_JOB = 500
 
 
 def refresh_after_response(session: Session, response_id: int) -> None:
-    """The numbers and QC standing of the answer's worker, and of every other worker of the
-    study with an answer no refresh has read yet (the queue is behind when there are any):
-    one pass refreshes them all, the crowd fitted once, so a backlog of answers from many
-    workers costs about one refresh, not one each, and no decision waits in the queue for
-    other workers' refreshes. Each worker's mark (refreshed_through) then says which of
-    their answers were read, and their later events skip (refresh_after_answer).
+    """The numbers and QC standing of the answer's worker, of every other worker of the study
+    with an answer no refresh has read yet (the queue is behind when there are any), and of
+    those still served who answered the same real items (co_answerers): one pass refreshes
+    them all, the crowd fitted once, so a backlog of answers from many workers costs about
+    one refresh, not one each, and no decision waits in the queue for other workers'
+    refreshes. Each worker's mark (refreshed_through) then says which of their answers were
+    read, and their later events skip (refresh_after_answer).
     """
     response = session.get(Response, response_id)
     if response is None:
@@ -43,8 +45,13 @@ def refresh_after_response(session: Session, response_id: int) -> None:
     # answers are stored one after another), so the refresh below reads them all (it may
     # read later ones too; those are refreshed again by their own events).
     pending = unread(session, study_id)
-    others = sorted(w for w in pending if w != worker_id)[: quality.WORKERS_PER_PASS - 1]
-    ids = [worker_id, *others]
+    # Then the others who answered the same real items: the new answers moved the consensus
+    # their agreement is measured against, so a worker whose record firmed up through others'
+    # answers is stopped now, not after an answer more of their own (a real item has a few
+    # answers, so this adds a few workers, not the study's).
+    moved = [w for w in co_answerers(session, study_id) if w != worker_id and w not in pending]
+    others = [*sorted(w for w in pending if w != worker_id), *moved]
+    ids = [worker_id, *others[: quality.WORKERS_PER_PASS - 1]]
     refresh_workers(session, ids, study_id)
     # QC rules act on the workers' evidence here, off the request path (SPEC 4).
     rows = quality.refresh_standings(session, response.item.study, ids)
@@ -58,14 +65,51 @@ def refresh_after_response(session: Session, response_id: int) -> None:
             row.refreshed_through = max(mark or 0, latest)
 
 
-def unread(session: Session, study_id: int) -> dict[int, tuple[int, int | None]]:
-    """Live workers of the study with an answer after their refresh mark: their latest answer
-    and the mark (imported raters are refreshed by their import's events)."""
-    mark = (
+def co_answerers(session: Session, study_id: int) -> list[int]:
+    """Live workers of the study still served who answered a real item that has an answer no
+    refresh has read yet (see `unread`), by id."""
+    moved = (
+        select(Response.item_id)
+        .join(Item, Item.id == Response.item_id)
+        .where(
+            Response.study_id == study_id,
+            Response.source == ResponseSource.LIVE,
+            Item.kind == ItemKind.REAL,
+            Response.id > func.coalesce(_mark(study_id), 0),
+        )
+    )
+    return [
+        int(worker_id)
+        for worker_id in session.scalars(
+            select(Response.worker_id)
+            .join(
+                StudyWorker,
+                (StudyWorker.study_id == study_id) & (StudyWorker.worker_id == Response.worker_id),
+            )
+            .where(
+                Response.item_id.in_(moved),
+                Response.source == ResponseSource.LIVE,
+                StudyWorker.serving != Serving.STOPPED,
+            )
+            .distinct()
+            .order_by(Response.worker_id)
+        )
+    ]
+
+
+def _mark(study_id: int) -> Any:
+    """The refresh mark of the worker of the Response row in the enclosing query."""
+    return (
         select(StudyWorker.refreshed_through)
         .where(StudyWorker.study_id == study_id, StudyWorker.worker_id == Response.worker_id)
         .scalar_subquery()
     )
+
+
+def unread(session: Session, study_id: int) -> dict[int, tuple[int, int | None]]:
+    """Live workers of the study with an answer after their refresh mark: their latest answer
+    and the mark (imported raters are refreshed by their import's events)."""
+    mark = _mark(study_id)
     return {
         int(worker_id): (int(latest), None if seen is None else int(seen))
         for worker_id, latest, seen in session.execute(

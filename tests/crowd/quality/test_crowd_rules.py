@@ -15,9 +15,22 @@ from sqlalchemy import func, select
 
 from crowd.quality import exclusion
 from crowd.quality import standing as quality
-from crowd.storage import AuditEntry, Database, Item, Response, Study, StudyWorker, Worker
+from crowd.queue.jobs import configure, process_event
+from crowd.settings import Settings
+from crowd.storage import (
+    AuditEntry,
+    Database,
+    Item,
+    OutboxEvent,
+    Response,
+    Serving,
+    Study,
+    StudyWorker,
+    Worker,
+)
 from tasks.comparison import hit as comparison_hit
 from tests.conftest import join
+from tests.crowd.queue.test_queue import count_refreshes
 
 ITEMS = 36
 CAREFUL = [f"careful{n}" for n in range(7)]
@@ -255,3 +268,64 @@ def test_approving_a_worker_the_early_crowd_rule_stopped_clears_below_crowd_too(
         row = session.scalars(select(StudyWorker).where(StudyWorker.study_id == study_id)).one()
         assert row.cleared_rules == ["below_crowd", "below_crowd_early"]
         assert row.excluded_by is None
+
+
+def test_a_worker_is_judged_again_when_others_answer_their_items(
+    settings: Settings,
+    client: FlaskClient,
+    auth: dict[str, str],
+    make_study: Callable[..., int],
+    db: Database,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A random clicker answers twelve items before anyone else and then leaves: nothing
+    judged them yet (no item had another answer). Careful workers then answer the same items,
+    and the refreshes after their answers judge the clicker again, who is stopped with the
+    twelve answers they gave; once stopped, later refreshes leave them out."""
+    config = {"annotations_per_item": 8, "attention_rate": 0.0, "overlap_share": 0}
+    study_id = make_study(items()[:12], config, hit_type="comparison")
+    monkeypatch.setattr(comparison_hit._ORDER_RANDOM, "shuffle", random.Random(3).shuffle)
+    rng = random.Random(5)
+    clicker = join(client, auth, external_id="clicker")
+    assert [answer(client, clicker, study_id, lambda t, q: rng.randrange(4))
+            for _ in range(13)] == [True] * 12 + [False]  # fmt: skip
+
+    def careful(texts: list[str], query: str) -> int:
+        return next(i for i, t in enumerate(texts) if t.endswith("(kind)"))
+
+    refreshed = count_refreshes(monkeypatch)
+    configure(settings)
+
+    def run_events() -> None:
+        with db.session() as session:
+            waiting = session.scalars(
+                select(OutboxEvent.id).where(OutboxEvent.processed_at.is_(None))
+            ).all()
+        for event_id in waiting:
+            assert process_event(event_id).startswith("processed")
+
+    run_events()
+    with db.session() as session:
+        clicker_id = session.scalar(select(Worker.id).where(Worker.external_id == "clicker"))
+        row = session.scalars(select(StudyWorker).where(StudyWorker.worker_id == clicker_id)).one()
+        assert row.serving == Serving.ACTIVE and row.evidence["agreement_n"] == 0
+    for name in CAREFUL:
+        who = join(client, auth, external_id=name)
+        while answer(client, who, study_id, careful):
+            run_events()
+    with db.session() as session:
+        row = session.scalars(select(StudyWorker).where(StudyWorker.worker_id == clicker_id)).one()
+        assert row.serving == Serving.STOPPED and row.excluded_by is not None, row.evidence
+        assert row.evidence["responses"] == 12 and row.evidence["agreement_n"] > 0
+        stopped_at = session.scalar(
+            select(AuditEntry.id).where(
+                AuditEntry.worker_id == clicker_id, AuditEntry.action == "soft_block"
+            )  # fmt: skip
+        )
+        careful_ids = set(session.scalars(select(Worker.id).where(Worker.id != clicker_id)))
+    assert stopped_at is not None
+    # Judged along with the careful workers while served, and never after the stop.
+    judged = [i for i, ids in enumerate(refreshed) if clicker_id in ids]
+    assert len(judged) > 1 and all(set(ids) - {clicker_id} <= careful_ids for ids in refreshed)
+    last = judged[-1]
+    assert all(clicker_id not in ids for ids in refreshed[last + 1 :]) and last + 1 < len(refreshed)
