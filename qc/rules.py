@@ -236,12 +236,17 @@ def default_rules(
         below["agreement_items"] = crowd.min_items
     table: list[tuple[str, str, float, Action, dict[str, float], str]] = [
         # name, metric (compared with >=), threshold, action, min_evidence, description
-        # A failure rate credibly above careful people's slips, and three failures at least,
-        # not RoFT's one: careful people slip on a check now and then (at one slip in 30,
-        # three failures in a worker's first 3 or 4 checks come once in 7,000 to 27,000
-        # careful workers), and a rate, not a count, so a careful worker is not caught in the
-        # end by the slips of a long record.
-        ("attention_failed", "attention_fail_prob", credibility, soft, {"attention_failed": 3},
+        # A failure rate credibly above careful people's slips, and four failures at least,
+        # not RoFT's one: careful people slip on a check now and then, and a rate, not a
+        # count, so a careful worker is not caught in the end by the slips of a long record.
+        # At 0.99 (or the study's credibility, if higher) that is 4 failures in at most 6
+        # checks: at one slip in 30, about one careful worker in 50,000 (3 failures at 0.95,
+        # in up to 6 checks, came to about one in 1,500: a few percent of a benchmark table's
+        # careful workers; benchmarks/RESULTS.md, twenty-first look), while a worker who
+        # does not read fails most checks and meets more of them while in doubt
+        # (qc.attention.doubt_check_rate).
+        ("attention_failed", "attention_fail_prob", max(credibility, 0.99), soft,
+         {"attention_failed": 4},
          "Failed attention checks credibly more often than careful people slip."),
         ("gold_below_threshold", "gold_below_prob", credibility, soft, {"gold_n": min_gold},
          "Gold accuracy credibly below the study's threshold."),

@@ -31,13 +31,23 @@ def test_default_rules_are_the_documented_ones() -> None:
     got = {r.name: (r.metric, r.op, r.threshold, r.action, r.min_evidence) for r in DEFAULT_RULES}
     soft, flag = Action.SOFT_BLOCK, Action.FLAG
     assert got == {
-        "attention_failed": ("attention_fail_prob", ">=", 0.95, soft, {"attention_failed": 3}),
+        "attention_failed": ("attention_fail_prob", ">=", 0.99, soft, {"attention_failed": 4}),
         "gold_below_threshold": ("gold_below_prob", ">=", 0.95, soft, {"gold_n": 3}),
         "collusion": ("collusion_partners", ">=", 1, soft, {}),
-        "stopped_reading": ("stopped_reading_prob", ">=", 0.99, soft,
-                            {"stopped_reading_n": 6, "gold_doubt": 0.2}),
-        "below_crowd": ("agreement_below_prob", ">=", 0.95, soft,
-                        {"agreement_n": 10, "gold_doubt": 0.2}),
+        "stopped_reading": (
+            "stopped_reading_prob",
+            ">=",
+            0.99,
+            soft,
+            {"stopped_reading_n": 6, "gold_doubt": 0.2},
+        ),
+        "below_crowd": (
+            "agreement_below_prob",
+            ">=",
+            0.95,
+            soft,
+            {"agreement_n": 10, "gold_doubt": 0.2},
+        ),
         "drifted": ("recent_below_prob", ">=", 0.998, soft, {"agreement_n": 10, "gold_doubt": 0.2}),
         "constant_answers": ("constant_share", ">=", 0.9, soft, {"constant_n": 12}),
         "too_fast": ("too_fast_share", ">=", 0.5, soft, {"responses": 5}),
@@ -79,16 +89,18 @@ def test_attention_rule_reason_and_evidence() -> None:
         return {"attention_failed": failed, "attention_checks": checks,
                 "attention_fail_prob": fail_prob(failed, checks)}  # fmt: skip
 
-    # Three failures in four checks; two slips in three; three slips in a long record.
-    evidence = {"w": record(3, 4), "slips": record(2, 3), "long": record(3, 20)}
+    # Four failures in six checks; three slips in four (a rare careful worker's start);
+    # four in seven; four slips in a long record.
+    evidence = {"w": record(4, 6), "slips": record(3, 4), "seven": record(4, 7),
+                "long": record(4, 20)}  # fmt: skip
     [decision] = evaluate(evidence, [rules_by_name()["attention_failed"]])
     assert decision == Decision(
         worker="w",
         rule="attention_failed",
         action=Action.SOFT_BLOCK,
-        reason="failed 3 of 4 attention checks; probability they fail more than 1 in 5 0.99 "
-        "(rule attention_failed: attention_fail_prob >= 0.95)",
-        evidence={"attention_fail_prob": 0.99328, "attention_failed": 3, "attention_checks": 4},
+        reason="failed 4 of 6 attention checks; probability they fail more than 1 in 5 1.00 "
+        "(rule attention_failed: attention_fail_prob >= 0.99)",
+        evidence={"attention_fail_prob": 0.995328, "attention_failed": 4, "attention_checks": 6},
     )
     assert decision.to_json()["action"] == "soft_block"
 
@@ -123,9 +135,9 @@ def test_order_is_by_worker_then_rule_and_exclusions_only_soft_blocks() -> None:
     rules = rules_by_name()
     order = [rules["pasted_text"], rules["attention_failed"]]
     evidence: dict[str, dict[str, Any]] = {
-        "zed": {"pasted_n": 2, "attention_failed": 3, "attention_fail_prob": 1.0},
+        "zed": {"pasted_n": 2, "attention_failed": 4, "attention_fail_prob": 1.0},
         "amy": {"pasted_n": 1, "attention_failed": 0, "attention_checks": 3},
-        "bob": {"pasted_n": 0, "attention_failed": 3, "attention_fail_prob": 1.0},
+        "bob": {"pasted_n": 0, "attention_failed": 4, "attention_fail_prob": 1.0},
     }
     decisions = evaluate(evidence, order)
     assert [(d.worker, d.rule) for d in decisions] == [
@@ -263,8 +275,14 @@ def test_stopped_reading_rule_says_since_when_and_waits_for_six_events() -> None
 @pytest.mark.parametrize("rule", ["stopped_reading", "below_crowd", "drifted"])
 def test_the_crowd_rules_wait_while_gold_vouches_for_the_worker(rule: str) -> None:
     found = rules_by_name()[rule]
-    against = {"stopped_reading_prob": 0.999, "stopped_reading_n": 20, "stopped_reading_since": 4,
-               "agreement_below_prob": 0.999, "recent_below_prob": 0.9999, "agreement_n": 20}
+    against = {
+        "stopped_reading_prob": 0.999,
+        "stopped_reading_n": 20,
+        "stopped_reading_since": 4,
+        "agreement_below_prob": 0.999,
+        "recent_below_prob": 0.9999,
+        "agreement_n": 20,
+    }
     # The crowd says not reading; the worker's gold says reading (P(below) 0.1): it waits.
     assert evaluate({"w": {**against, "gold_doubt": 0.1}}, [found]) == []
     # Gold that does not vouch (0.2 and up), or no gold at all, lets the rule act.
