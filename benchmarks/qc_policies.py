@@ -53,12 +53,12 @@ def variant_rules(rules: tuple[Rule, ...], changes: str) -> tuple[Rule, ...]:
     """`rules` with a variant's changes (module docstring).
 
     >>> from qc.rules import DEFAULT_RULES
-    >>> changes = "scale=2,too_fast.responses=9,attention_failed.threshold=0.99"
+    >>> changes = "scale=2,too_fast.responses=9,attention_failed.threshold=0.995"
     >>> got = {r.name: r for r in variant_rules(DEFAULT_RULES, changes)}
     >>> round(got["below_crowd"].threshold, 3), got["too_fast"].min_evidence
     (0.9, {'responses': 9})
     >>> got["attention_failed"].threshold, got["attention_failed"].min_evidence
-    (0.99, {'attention_failed': 3})
+    (0.995, {'attention_failed': 4})
     """
     out = list(rules)
     for change in filter(None, (c.strip() for c in changes.split(","))):
