@@ -164,9 +164,12 @@ class CrowdPolicy:
     answers after which the `below_crowd_early` rule stops a worker whose accuracy against
     the crowd is below the threshold at early_credibility, before `below_crowd`'s 10 (None:
     no such rule; a HIT type sets it where careful workers' early posteriors stay clear of
-    it, see `tasks.base.HitType.crowd_early_answers`); min_items: judged items (not tasks:
+    it, see `tasks.base.HitType.crowd_early_answers`); min_answers: judged tasks
+    `below_crowd` waits for (10; a HIT type sets fewer where careful workers' posteriors
+    after fewer stay as far from the rule as after 10, see
+    `tasks.base.HitType.crowd_min_answers`); min_items: judged items (not tasks:
     a form's fields or a Likert item's attributes are tasks of one item) `below_crowd` also
-    waits for, beside its 10 tasks (None: the 10 tasks alone; a HIT type sets it where an
+    waits for, beside its min_answers tasks (None: those alone; a HIT type sets it where an
     item's fields swing a careful worker's early posterior, see
     `tasks.base.HitType.crowd_min_items`). Like the gold policy's credibility, these shape
     the default rules only: a config that lists its rules keeps them.
@@ -188,6 +191,7 @@ class CrowdPolicy:
     doubt_checks: float = 0.8
     early_answers: int | None = None
     early_credibility: float = 0.99
+    min_answers: int = 10
     min_items: int | None = None
     real_difficulty: bool = False
     gold_vouch: float = GOLD_VOUCH
@@ -198,6 +202,7 @@ class CrowdPolicy:
         _check_share("qc.crowd.early_credibility", self.early_credibility, open_low=True)
         if self.early_answers is not None:
             _check_count("qc.crowd.early_answers", self.early_answers, 1)
+        _check_count("qc.crowd.min_answers", self.min_answers, 1)
         if self.min_items is not None:
             _check_count("qc.crowd.min_items", self.min_items, 1)
         _check_share("qc.crowd.doubt_checks", self.doubt_checks)

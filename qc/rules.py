@@ -191,6 +191,9 @@ class CrowdSettings(Protocol):
     def early_answers(self) -> int | None: ...
 
     @property
+    def min_answers(self) -> int: ...
+
+    @property
     def min_items(self) -> int | None: ...
 
     @property
@@ -210,7 +213,7 @@ def default_rules(
 ) -> tuple[Rule, ...]:
     """The standard rules; the gold rule takes its credibility and min_gold from `gold`, and
     `crowd` adds `below_crowd_early` where its early_answers is set and makes `below_crowd`
-    wait for its min_items judged items too.
+    wait for its min_answers judged tasks (10 without it) and min_items judged items.
 
     `DEFAULT_RULES` is this with the default policies (credibility 0.95, min_gold 3, no early
     crowd rule); `parse_qc_config` calls it with the study's own when the study sets no rules.
@@ -231,7 +234,7 @@ def default_rules(
     # rules wait, and the consensus is more likely wrong than the worker. A worker without
     # gold has a gold_doubt of 1: nothing vouches.
     vouch = {"gold_doubt": GOLD_VOUCH if crowd is None else crowd.gold_vouch}
-    below: dict[str, float] = {"agreement_n": 10, **vouch}
+    below: dict[str, float] = {"agreement_n": 10 if crowd is None else crowd.min_answers, **vouch}
     if crowd is not None and crowd.min_items is not None:
         below["agreement_items"] = crowd.min_items
     table: list[tuple[str, str, float, Action, dict[str, float], str]] = [
@@ -289,7 +292,7 @@ def default_rules(
     ]  # fmt: skip
     if crowd is not None and crowd.early_answers is not None:
         # Sooner on firmer evidence, where the HIT type sets it: a careful worker's posterior
-        # swings most over the first few answers, which below_crowd's 10 waits out.
+        # swings most over the first few answers, which below_crowd's min_answers waits out.
         early: dict[str, float] = {"agreement_n": crowd.early_answers, **vouch}
         at = next(i for i, entry in enumerate(table) if entry[0] == "below_crowd") + 1
         table.insert(at, ("below_crowd_early", "agreement_below_prob", crowd.early_credibility,

@@ -177,6 +177,7 @@ class HitType(ABC):
         crowd = raw.get("crowd")
         if crowd is None or isinstance(crowd, Mapping):
             own = {"early_answers": self.crowd_early_answers,
+                   "min_answers": self.crowd_min_answers,
                    "min_items": self.crowd_min_items,
                    "real_difficulty": self.crowd_real_difficulty}  # fmt: skip
             own = {k: v for k, v in own.items() if v is not None and v is not False}
@@ -297,11 +298,14 @@ class HitType(ABC):
     # readers' evidence swings more (guesses right within one step) sets it firmer.
     gold_credibility: ClassVar[float] = 0.95
     # Judged answers after which a worker credibly (qc.crowd.early_credibility, 0.99) below
-    # the crowd is stopped, before below_crowd's 10 (qc.config.CrowdPolicy.early_answers);
-    # None: not before 10. Set where careful workers' early posteriors stay well clear of it.
+    # the crowd is stopped, before below_crowd's min_answers (qc.config.CrowdPolicy
+    # .early_answers); None: not before. Set where careful workers' early posteriors stay
+    # well clear of it.
     crowd_early_answers: ClassVar[int | None] = None
+    # Judged tasks below_crowd waits for (qc.config.CrowdPolicy.min_answers); None: 10.
+    crowd_min_answers: ClassVar[int | None] = None
     # Judged items (not tasks: a form's fields, a Likert item's attributes) below_crowd also
-    # waits for, beside its 10 tasks (qc.config.CrowdPolicy.min_items); None: the 10 alone.
+    # waits for, beside its tasks (qc.config.CrowdPolicy.min_items); None: the tasks alone.
     crowd_min_items: ClassVar[int | None] = None
     # Whether agreement with the crowd weighs each real task by how hard readers find it
     # (qc.config.CrowdPolicy.real_difficulty); on where the QC benchmark measured it.

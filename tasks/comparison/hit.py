@@ -129,6 +129,15 @@ class ComparisonHit(HitType):
     # with it and without; on seeds 15 and 16 it was 9 with it, 11 without. Without it no
     # careful worker of 480 was lost (benchmarks/RESULTS.md, thirteenth look): a worker
     # wrongly stopped is a person, a bad worker's extra answer is money. A study can set it.
+    # below_crowd from 8 judged answers, not 10: on flag-only replays of the QC benchmark
+    # (48 studies, seeds 83-90, 960 careful workers; benchmarks/RESULTS.md, twenty-second
+    # look) careful workers' highest P(below the crowd) where gold did not vouch was 0.92
+    # after 8 judged answers and 0.90 after 9, under the 0.945 after 10 and 0.958 after 12
+    # that the rule already lives with (after 7: 0.972, which would stop one). It stopped no
+    # careful worker the rule at 10 did not, and bad workers stopped within 10 answers went
+    # from 128 to 162 and 135 to 170 of about 380 (colluders and pasters, who pass every
+    # check, wait on this rule).
+    crowd_min_answers: ClassVar[int | None] = 8
     # Readers split on an item whose best two candidates are close and agree on one with a
     # clear best: weighing each item by that (qc.agreement `_Question.weigh_real`), the QC
     # benchmark's comparison studies (seeds 15 and 16) lost no careful worker of 240 instead

@@ -81,6 +81,13 @@ def test_below_crowd_waits_for_the_crowd_policys_items() -> None:
     [rule] = [r for r in config.rules if r.name == "below_crowd"]
     assert rule.min_evidence == {"agreement_n": 10, "agreement_items": 8, "gold_doubt": 0.2}
     assert parse_qc_config(config.to_json()) == config
+    config = parse_qc_config({"crowd": {"min_answers": 8}})
+    [rule] = [r for r in config.rules if r.name == "below_crowd"]
+    assert rule.min_evidence == {"agreement_n": 8, "gold_doubt": 0.2}
+    assert parse_qc_config(config.to_json()) == config
+    for bad in (0, 2.5, "8", True):
+        with pytest.raises(ValueError, match="qc.crowd.min_answers"):
+            parse_qc_config({"crowd": {"min_answers": bad}})
 
 
 def test_round_trip() -> None:

@@ -1,6 +1,7 @@
-"""Comparison's QC defaults: real items weighed by how hard readers find them; no type stops a
-worker below the crowd before below_crowd's ten judged answers unless the study asks for it
-(`below_crowd_early`, which on the QC benchmark cost a careful worker and no answers)."""
+"""Comparison's QC defaults: real items weighed by how hard readers find them; below_crowd
+from eight judged answers (the other types wait for ten); no type stops a worker below the
+crowd sooner unless the study asks for it (`below_crowd_early`, which on the QC benchmark
+cost a careful worker and no answers)."""
 
 from __future__ import annotations
 
@@ -49,14 +50,18 @@ def test_a_study_can_stop_a_worker_far_below_the_crowd_within_a_few_comparisons(
     assert rule.min_evidence == {"agreement_n": 6, "gold_doubt": 0.2} and rule.threshold == 0.99
     rng = random.Random(4)
     # Five wrong picks are not enough for anyone; seven are for the early rule, before
-    # below_crowd's ten.
+    # below_crowd's eight.
     assert fired("comparison", crowd_answers(rng, 20, 10, 5), early)["guesser"] == []
     answers = crowd_answers(rng, 20, 10, 7)
     rules = fired("comparison", answers, early)
     assert "below_crowd_early" in rules["guesser"] and "below_crowd" not in rules["guesser"]
     assert all(not found for worker, found in rules.items() if worker != "guesser"), rules
-    # By default the same seven wait for ten.
+    # By default the same seven wait for eight; other types wait for ten.
     assert fired("comparison", answers)["guesser"] == []
+    eight = crowd_answers(random.Random(4), 20, 10, 8)
+    assert "below_crowd" in fired("comparison", eight)["guesser"]
+    assert "below_crowd" not in fired("comparison", eight, {"crowd": {"min_answers": 10}})[
+        "guesser"]  # fmt: skip
     # One pick right in seven leaves the posterior between below_crowd's 0.95 and the early
     # rule's 0.99: credible enough after ten answers, not after seven.
     answers = crowd_answers(random.Random(4), 20, 10, 7, right=1)
@@ -75,10 +80,12 @@ def test_comparisons_weigh_each_item_by_how_hard_readers_find_it_by_default() ->
     assert parse_qc_config(stored).crowd.real_difficulty is False
 
 
-def test_every_type_waits_for_ten_answers_by_default() -> None:
+def test_every_type_waits_for_ten_answers_by_default_and_comparison_for_eight() -> None:
     for hit_type in ("boundary", "likert", "comparison", "form"):
         config = parse_qc_config(get_hit_type(hit_type).validate_qc_config(None))
         assert config.crowd.early_answers is None
+        [below] = [r for r in config.rules if r.name == "below_crowd"]
+        assert below.min_evidence["agreement_n"] == (8 if hit_type == "comparison" else 10)
         assert "below_crowd_early" not in {r.name for r in config.rules}, hit_type
         if hit_type != "comparison":
             assert config.crowd.real_difficulty is False  # not measured on them yet
