@@ -135,8 +135,8 @@ class ComparisonHit(HitType):
     # after 8 judged answers and 0.90 after 9, under the 0.945 after 10 and 0.958 after 12
     # that the rule already lives with (after 7: 0.972, which would stop one). It stopped no
     # careful worker the rule at 10 did not, and bad workers stopped within 10 answers went
-    # from 128 to 162 and 135 to 170 of about 380 (colluders and pasters, who pass every
-    # check, wait on this rule).
+    # from 173 to 205 of 379 and from 182 to 217 of 378 (colluders and pasters, who pass
+    # every check, wait on this rule).
     crowd_min_answers: ClassVar[int | None] = 8
     # Readers split on an item whose best two candidates are close and agree on one with a
     # clear best: weighing each item by that (qc.agreement `_Question.weigh_real`), the QC
