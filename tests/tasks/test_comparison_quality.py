@@ -89,3 +89,11 @@ def test_every_type_waits_for_ten_answers_by_default_and_comparison_for_eight() 
         assert "below_crowd_early" not in {r.name for r in config.rules}, hit_type
         if hit_type != "comparison":
             assert config.crowd.real_difficulty is False  # not measured on them yet
+    # A study stores its rules with its settings, so one stored before keeps below_crowd's 10.
+    stored = get_hit_type("comparison").validate_qc_config(None)
+    [raw] = [r for r in stored["rules"] if r["name"] == "below_crowd"]
+    raw["min_evidence"]["agreement_n"] = 10
+    del stored["crowd"]["min_answers"]
+    config = parse_qc_config(stored)
+    [rule] = [r for r in config.rules if r.name == "below_crowd"]
+    assert rule.min_evidence["agreement_n"] == 10 and config.crowd.min_answers == 10
