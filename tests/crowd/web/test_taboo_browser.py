@@ -88,9 +88,11 @@ def test_two_people_play_a_full_game_in_two_browser_contexts(
     say(attacker, "Which one is long, curved and yellow?")
     defender.wait_for_function("document.querySelectorAll('#transcript li').length === 3")
     say(defender, "That could be a lemon, or corn.")
-    # The turns are up: the defender must guess.
-    defender.wait_for_selector("#guess-form:not(.hidden)")
-    assert defender.is_hidden("#say-form")
+    # The turns are up: the defender must guess. The guess form shows all game long, so
+    # wait for the page to hide the message form (the render after the move's reply).
+    defender.wait_for_selector("#say-form", state="hidden")
+    assert defender.is_visible("#guess-form")
+    assert "guess the word" in defender.text_content("#status")
     assert not leaks(defender_log)
     defender.fill("#guess", "lemon")
     defender.click("#guess-button")
