@@ -60,6 +60,7 @@ bench-cli: install
 bench-qc: install
 	$(PY) benchmarks/qc_bench.py
 	$(PY) benchmarks/qc_tradeoff.py
+	$(PY) benchmarks/qc_gold_tail.py
 
 # Reward model on the mock labeler (250/1k/4k labels), then speed against TRL (pinned in the
 # bench extra); both rewrite their sections of benchmarks/RESULTS.md. About 40 minutes on 2 cores.

@@ -49,7 +49,8 @@ class GoldPolicy:
     """When gold answers say a worker is below par, and how often to serve gold items.
 
     threshold: lowest acceptable gold accuracy; credibility: posterior probability needed to
-    call a worker below threshold; min_gold: gold answers needed before any decision;
+    call a worker below threshold (the default gold rule's at least 0.98,
+    `qc.rules.GOLD_CREDIBILITY`); min_gold: gold answers needed before any decision;
     trusted: accuracy above which gold serving tapers (until the crowd has judged the worker,
     and with vouch_after until that many gold answers are in: then their doubt against the
     crowd sets the rate, see `qc.gold.gold_rate`); vouch_after: gold answers a worker needs

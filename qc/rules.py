@@ -203,6 +203,8 @@ class CrowdSettings(Protocol):
     def gold_vouch(self) -> float: ...
 
 
+# The gold rule's credibility at least (the study's qc.gold.credibility where higher).
+GOLD_CREDIBILITY = 0.98
 # The default qc.crowd.gold_vouch: gold vouches for a worker while P(gold accuracy below the
 # threshold) is under it.
 GOLD_VOUCH = 0.2
@@ -251,7 +253,13 @@ def default_rules(
         ("attention_failed", "attention_fail_prob", max(credibility, 0.99), soft,
          {"attention_failed": 4},
          "Failed attention checks credibly more often than careful people slip."),
-        ("gold_below_threshold", "gold_below_prob", credibility, soft, {"gold_n": min_gold},
+        # Gold is looked at after every answer, over the whole record, like the attention
+        # checks: at 0.95 about one careful best-of-4 reader in 1,250 crossed it on a
+        # study's 40 gold items of mixed difficulty, at 0.98 one in 40,000, while a random
+        # clicker still crosses it after 6 misses running (benchmarks/qc_gold_tail.py;
+        # RESULTS.md, twenty-third look).
+        ("gold_below_threshold", "gold_below_prob", max(credibility, GOLD_CREDIBILITY), soft,
+         {"gold_n": min_gold},
          "Gold accuracy credibly below the study's threshold."),
         # Collusion first: it names the group, where the others would see only a bad record.
         ("collusion", "collusion_partners", 1, soft, {},

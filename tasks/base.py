@@ -294,7 +294,8 @@ class HitType(ABC):
     # derive gold_threshold from it (qc.gold.threshold_from_chance).
     gold_chance: ClassVar[float | None] = None
     # Default posterior probability the rules need (qc.gold.credibility): it sets the gold,
-    # attention, crowd and drift rules alike (qc.rules.default_rules). A type whose careful
+    # attention, crowd and drift rules alike (qc.rules.default_rules; the gold rule never
+    # below qc.rules.GOLD_CREDIBILITY, 0.98). A type whose careful
     # readers' evidence swings more (guesses right within one step) sets it firmer.
     gold_credibility: ClassVar[float] = 0.95
     # Judged answers after which a worker credibly (qc.crowd.early_credibility, 0.99) below

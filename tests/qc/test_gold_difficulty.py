@@ -132,18 +132,20 @@ def test_the_gold_rule_weighs_difficulty_unless_the_study_says_not() -> None:
     from qc.evidence import worker_evidence
     from qc.rules import evaluate, excluded_by_rule
 
-    unlucky = [("unlucky", f"hard{g}", float(g == 0)) for g in range(8)]
-    clicker = [("clicker", f"easy{g}", 0.0) for g in range(5)]
+    # Every hard item missed: 0.994 below the threshold counted in full, 0.965 weighed (the
+    # gold rule asks for 0.98). Six easy ones missed: 0.982 either way.
+    unlucky = [("unlucky", f"hard{g}", 0.0) for g in range(8)]
+    clicker = [("clicker", f"easy{g}", 0.0) for g in range(6)]
     gold = {"threshold": COMPARISON_THRESHOLD, "chance": COMPARISON_CHANCE}
     for by_difficulty, stopped in ((True, {"clicker"}), (False, {"clicker", "unlucky"})):
         config = parse_qc_config({"gold": gold | {"by_difficulty": by_difficulty}})
         evidence = worker_evidence(_rows(unlucky + clicker), config)
         decisions = evaluate(evidence, config.rules)
         assert excluded_by_rule(decisions).get("gold_below_threshold") == stopped
-        assert evidence["clicker"]["gold_weight"] == 5
+        assert evidence["clicker"]["gold_weight"] == 6
         assert (evidence["unlucky"]["gold_weight"] < 6) is by_difficulty
-    # The reason says what the hard items were worth.
-    config = parse_qc_config({"gold": gold | {"credibility": 0.8}})
-    evidence = worker_evidence(_rows(unlucky), config)
+    # The reason says what the hard items were worth: one easy miss more stops the worker.
+    config = parse_qc_config({"gold": gold})
+    evidence = worker_evidence(_rows([*unlucky, ("unlucky", "easy0", 0.0)]), config)
     [reason] = [d.reason for d in evaluate(evidence, config.rules) if d.worker == "unlucky"]
-    assert "on 8 gold items (worth 5.2 full tests: hard items count less)" in reason
+    assert "on 9 gold items (worth 6.2 full tests: hard items count less)" in reason

@@ -32,7 +32,7 @@ def test_default_rules_are_the_documented_ones() -> None:
     soft, flag = Action.SOFT_BLOCK, Action.FLAG
     assert got == {
         "attention_failed": ("attention_fail_prob", ">=", 0.99, soft, {"attention_failed": 4}),
-        "gold_below_threshold": ("gold_below_prob", ">=", 0.95, soft, {"gold_n": 3}),
+        "gold_below_threshold": ("gold_below_prob", ">=", 0.98, soft, {"gold_n": 3}),
         "collusion": ("collusion_partners", ">=", 1, soft, {}),
         "stopped_reading": (
             "stopped_reading_prob",
@@ -165,7 +165,7 @@ def test_reasons_quote_the_numbers() -> None:
     decisions = evaluate(evidence, [rules["gold_below_threshold"], rules["constant_answers"]])
     assert [d.reason for d in decisions] == [
         "gold accuracy 25% on 6 gold items; probability it is below the threshold 0.98 "
-        "(rule gold_below_threshold: gold_below_prob >= 0.95)",
+        "(rule gold_below_threshold: gold_below_prob >= 0.98)",
         "gave the same answer ('sentence 3') in 95% of 20 answers of their own choice "
         "(rule constant_answers: constant_share >= 0.9)",
     ]

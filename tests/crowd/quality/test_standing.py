@@ -288,17 +288,18 @@ def test_a_worker_playing_one_category_gets_gold_and_checks_of_that_category_onl
 def gold_failer(
     client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
 ) -> tuple[int, int, dict[str, str]]:
-    """A study where worker "careless" guesses early on 4 gold items (accuracy 0)."""
+    """A study where worker "careless" guesses early on 5 gold items (accuracy 0)."""
     items = [passage(f"r{i}", 1, n=3) for i in range(6)]
-    items += [passage(f"g{i}", 3, n=4, kind="gold") for i in range(4)]
-    # Credibility 0.95, not boundary's 0.99: four misses (P(accuracy < 0.5) = 0.97) suffice.
+    items += [passage(f"g{i}", 3, n=4, kind="gold") for i in range(5)]
+    # Credibility 0.95, not boundary's 0.99: five misses (P(accuracy < 0.5) = 0.984) meet the
+    # gold rule's 0.98 (qc.rules.GOLD_CREDIBILITY), four (0.969) would not.
     gold = {"threshold": 0.5, "credibility": 0.95, "min_rate": 1.0, "max_rate": 1.0}
     study_id = make_study(items, {**NO_EXPLANATION, "qc": {"gold": gold}})
     who = join(client, auth, external_id="careless")
     # Machine at sentence 1 is two early for boundary 3: a miss. Simulated time keeps the
     # worker clear of the too-fast rule, so only the gold rule can fire.
-    assert play_items(client, who, study_id, 4, guess=1, sim_seconds=30) == 4
-    assert kinds_served(db, study_id, "careless") == ["gold"] * 4
+    assert play_items(client, who, study_id, 5, guess=1, sim_seconds=30) == 5
+    assert kinds_served(db, study_id, "careless") == ["gold"] * 5
     return study_id, worker_id(db, "careless"), who
 
 
@@ -313,17 +314,21 @@ def test_a_worker_credibly_below_the_gold_threshold_is_stopped_and_excluded_once
     assert row.serving == Serving.STOPPED
     assert row.excluded_by == "rule:gold_below_threshold"
     assert "gold_below_threshold" in row.rule_hits
-    assert row.evidence["gold_n"] == 4 and row.evidence["gold_accuracy"] == 0.0
-    assert row.evidence["gold_below_prob"] >= 0.95
+    assert row.evidence["gold_n"] == 5 and row.evidence["gold_accuracy"] == 0.0
+    assert row.evidence["gold_below_prob"] >= 0.98
     entries = [e for e in audit_entries(db, study_id, wid) if e.actor.startswith("rule:")]
-    assert [(e.actor, e.action) for e in entries] == [("rule:gold_below_threshold", "soft_block")]
+    # Five answers alike are also flagged (a flag only: it stops nobody).
+    assert [(e.actor, e.action) for e in entries] == [
+        ("rule:gold_below_threshold", "soft_block"),
+        ("rule:identical_run", "flag"),
+    ]
     assert "gold accuracy" in entries[0].reason
     # Stopped: the same words as "nothing left", though real items are still open.
     view = next_view(client, who, study_id)
     assert view["done"] is True and "every item" in view["message"]
     refresh(db, study_id, wid)
     refresh(db, study_id, wid)
-    assert len([e for e in audit_entries(db, study_id, wid) if e.actor.startswith("rule:")]) == 1
+    assert len([e for e in audit_entries(db, study_id, wid) if e.actor.startswith("rule:")]) == 2
 
 
 def test_a_reviewers_approval_overturns_a_rule_and_sticks(
@@ -348,6 +353,7 @@ def test_a_reviewers_approval_overturns_a_rule_and_sticks(
     actions = [(e.actor, e.action) for e in audit_entries(db, study_id, wid)]
     assert actions == [
         ("rule:gold_below_threshold", "soft_block"),
+        ("rule:identical_run", "flag"),
         ("experimenter:tester", "approve"),
     ]
     view = next_view(client, who, study_id)
