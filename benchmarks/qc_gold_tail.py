@@ -1,18 +1,19 @@
 """How often the gold rule stops a careful best-of-4 reader when gold items differ in
 difficulty, at each credibility: a Monte Carlo through the real `qc.gold.GoldConfidence`.
 
-`benchmarks/qc_tradeoff.py` gives every gold item one accuracy (0.757 for careful readers on
-comparison gold), and so does not see what the QC benchmark saw: careful comparison workers
-stopped by gold about once in 1,400 (4 of about 5,600 over its tables). A study's 40 gold
-items are drawn as the benchmark draws them (four candidates of utility N(0, 1); a careful
-reader picks the best of the utilities plus N(0, 0.5) noise), so a few are nearly coin
-flips between two candidates, and early in a study each item's difficulty rests on the few
-readers who met it so far. Here 16 careful readers and 24 random ones answer one unseen gold
-item of the study's each per round for 12 rounds; after every round the gold model is
-fitted on every answer so far, weighed by difficulty as the live rule weighs them
-(`fit_items`), and each worker's P(accuracy < 0.4375) is read. A careful reader counts as
-stopped at a credibility if that probability ever reached it (after 3 gold answers); a
-random one by the gold answers it took.
+`benchmarks/qc_tradeoff.py` counts every gold answer in full, with one accuracy for every
+item; the live rule weighs each answer by its item's difficulty as the study's readers show
+it, and so should stop careful readers less often, yet the QC benchmark stopped careful
+comparison workers by gold about once in 1,400 (4 of about 5,600 in its runs files). A
+study's 40 gold items are drawn as the benchmark draws them (four candidates of utility
+N(0, 1); a careful reader picks the best of the utilities plus N(0, 0.5) noise), so a few
+are nearly coin flips between two candidates, and early in a study each item's difficulty
+rests on the few readers who met it so far. Here 16 careful readers and 24 random ones
+answer one unseen gold item of the study's each per round for 12 rounds; after every round
+the gold model is fitted on every answer so far, weighed by difficulty as the live rule
+weighs them (`fit_items`), and each worker's P(accuracy < 0.4375) is read. A careful
+reader counts as stopped at a credibility if that probability ever reached it (after 3 gold
+answers); a random one by the gold answers it took.
 
 Run: `.venv/bin/python benchmarks/qc_gold_tail.py` (about two minutes for 2,500 studies);
 it rewrites its block in benchmarks/RESULTS.md unless `--no-write`.
