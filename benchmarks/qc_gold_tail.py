@@ -24,10 +24,12 @@ from __future__ import annotations
 import argparse
 import random
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from qc_crowd import READERS
 from results_md import write_block
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -39,7 +41,23 @@ CHANCE = 0.25
 THRESHOLD = threshold_from_chance(CHANCE)
 GOLD_ITEMS, CAREFUL, RANDOM, ROUNDS, MIN_GOLD = 40, 16, 24, 12, 3
 CREDIBILITY = (0.95, 0.97, 0.98, 0.99)
-READING_NOISE = 0.5  # benchmarks/qc_crowd.py READERS["careful"].utility_sd
+READING_NOISE = READERS["careful"].utility_sd  # the QC benchmark's careful reader's
+
+
+@dataclass(frozen=True)
+class Row:
+    credibility: float
+    careful: int  # careful readers whose P(below) ever reached it
+    random_stopped: int  # random ones stopped within ROUNDS gold answers
+    random_within_6: int
+    random_median: int | None
+
+
+@dataclass(frozen=True)
+class Found:
+    careful_n: int
+    random_n: int
+    rows: list[Row]
 
 
 def item_accuracies(rng: np.random.Generator, n: int, draws: int = 400) -> np.ndarray:
@@ -69,7 +87,7 @@ def study(seed: int) -> dict[str, list[float]]:
     return trace
 
 
-def run(studies: int, seed: int) -> dict[str, object]:
+def run(studies: int, seed: int) -> Found:
     careful: list[float] = []
     first: dict[float, list[int | None]] = {c: [] for c in CREDIBILITY}
     for n in range(studies):
@@ -84,18 +102,13 @@ def run(studies: int, seed: int) -> dict[str, object]:
     rows = []
     for credibility in CREDIBILITY:
         got = sorted(k for k in first[credibility] if k is not None)
-        rows.append({
-            "credibility": credibility,
-            "careful": int((peaks >= credibility).sum()),
-            "random_stopped": len(got),
-            "random_within_6": sum(k <= 6 for k in got),
-            "random_median": got[len(got) // 2] if got else None,
-        })  # fmt: skip
-    return {"careful_n": len(careful), "random_n": len(first[CREDIBILITY[0]]), "rows": rows}
+        rows.append(Row(credibility, int((peaks >= credibility).sum()), len(got),
+                        sum(k <= 6 for k in got), got[len(got) // 2] if got else None))
+    return Found(len(careful), len(first[CREDIBILITY[0]]), rows)
 
 
-def block(found: dict[str, object], studies: int, seed: int) -> str:
-    careful_n, random_n = found["careful_n"], found["random_n"]
+def block(found: Found, studies: int, seed: int) -> str:
+    careful_n, random_n = found.careful_n, found.random_n
     lines = [
         START,
         f"Measured {datetime.now(UTC):%Y-%m-%d}: {studies} simulated comparison studies (seed "
@@ -107,12 +120,11 @@ def block(found: dict[str, object], studies: int, seed: int) -> str:
         "within 6 | median gold answers to the stop |",
         "|---|---|---|---|---|",
     ]
-    for row in found["rows"]:  # type: ignore[attr-defined]
-        careful = row["careful"]
-        rate = f" (1 in {careful_n // careful:,})" if careful else ""
+    for row in found.rows:
+        rate = f" (1 in {careful_n // row.careful:,})" if row.careful else ""
         lines.append(
-            f"| {row['credibility']} | {careful}{rate} | {row['random_stopped']}/{random_n} | "
-            f"{row['random_within_6']} | {row['random_median']} |"
+            f"| {row.credibility} | {row.careful}{rate} | {row.random_stopped}/{random_n} | "
+            f"{row.random_within_6} | {row.random_median} |"
         )
     lines.append(END)
     return "\n".join(lines)

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, TypeGuard
 
-from qc.rules import DEFAULT_RULES, GOLD_VOUCH, Rule, default_rules
+from qc.rules import DEFAULT_RULES, GOLD_VOUCH, MIN_ANSWERS, Rule, default_rules
 
 
 def _is_number(value: object) -> TypeGuard[float]:
@@ -192,7 +192,7 @@ class CrowdPolicy:
     doubt_checks: float = 0.8
     early_answers: int | None = None
     early_credibility: float = 0.99
-    min_answers: int = 10
+    min_answers: int = MIN_ANSWERS
     min_items: int | None = None
     real_difficulty: bool = False
     gold_vouch: float = GOLD_VOUCH

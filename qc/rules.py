@@ -205,6 +205,8 @@ class CrowdSettings(Protocol):
 
 # The gold rule's credibility at least (the study's qc.gold.credibility where higher).
 GOLD_CREDIBILITY = 0.98
+# The default qc.crowd.min_answers: the judged tasks below_crowd waits for.
+MIN_ANSWERS = 10
 # The default qc.crowd.gold_vouch: gold vouches for a worker while P(gold accuracy below the
 # threshold) is under it.
 GOLD_VOUCH = 0.2
@@ -236,7 +238,9 @@ def default_rules(
     # rules wait, and the consensus is more likely wrong than the worker. A worker without
     # gold has a gold_doubt of 1: nothing vouches.
     vouch = {"gold_doubt": GOLD_VOUCH if crowd is None else crowd.gold_vouch}
-    below: dict[str, float] = {"agreement_n": 10 if crowd is None else crowd.min_answers, **vouch}
+    below: dict[str, float] = {
+        "agreement_n": MIN_ANSWERS if crowd is None else crowd.min_answers, **vouch
+    }
     if crowd is not None and crowd.min_items is not None:
         below["agreement_items"] = crowd.min_items
     table: list[tuple[str, str, float, Action, dict[str, float], str]] = [
