@@ -123,7 +123,8 @@ class CrowdAgreement:
     weigh real tasks of categorical labels by how hard readers find them
     (`_Question.weigh_real`), as known answers always are.
 
-    Fitted: n_ (tasks judged per worker), items_ (items judged: the distinct text before a
+    Fitted: n_ (tasks judged per worker), real_n_ (those of them whose truth is unknown: real
+    items, not gold or attention checks), items_ (items judged: the distinct text before a
     judged task's last "/"), agreement_ (the posterior mean of the worker's
     accuracy), chance_ (a random answer's accuracy on the same tasks), skill_ (the accuracy
     that weighs the worker in others' posteriors), consensus_ (task -> the most probable
@@ -139,6 +140,7 @@ class CrowdAgreement:
     real_difficulty: bool = False
     n_: dict[str, int] = field(default_factory=dict, init=False)
     items_: dict[str, int] = field(default_factory=dict, init=False)
+    real_n_: dict[str, int] = field(default_factory=dict, init=False)
     agreement_: dict[str, float] = field(default_factory=dict, init=False)
     chance_: dict[str, float] = field(default_factory=dict, init=False)
     skill_: dict[str, float] = field(default_factory=dict, init=False)
@@ -204,22 +206,25 @@ class CrowdAgreement:
         position = {key: n for n, key in enumerate(order)}
         rows = sorted(
             (position[(block.tasks[block.task[j]], workers[block.worker[j]])],
-             block.worker[j], block.near[j], block.chance[j])
+             block.worker[j], block.near[j], block.chance[j], block.truth[block.task[j]] < 0)
             for block in blocks
             for j in np.flatnonzero(block.judged & (block.chance < _ALL_RIGHT))
         )  # fmt: skip
         evidence: dict[int, list[tuple[float, float]]] = {}
         where: dict[int, list[int]] = {}
         items: dict[int, set[str]] = {}
-        for n, w, q, chance in rows:
+        real: dict[int, int] = {}
+        for n, w, q, chance, unknown in rows:
             evidence.setdefault(int(w), []).append((float(q), float(chance)))
             where.setdefault(int(w), []).append(first[order[n]])
             items.setdefault(int(w), set()).add(order[n][0].rsplit("/", 1)[0])
+            real[int(w)] = real.get(int(w), 0) + bool(unknown)
         self._evidence = {workers[w]: np.array(e) for w, e in evidence.items()}
         self.positions_ = {workers[w]: np.array(a, dtype=int) for w, a in where.items()}
         self.prior_ = _crowd_prior([_likelihood(e) for e in self._evidence.values()])
         self.n_ = {w: len(e) for w, e in self._evidence.items()}
         self.items_ = {workers[w]: len(found) for w, found in items.items()}
+        self.real_n_ = {workers[w]: real[w] for w in evidence}
         self.agreement_ = {w: float(self._posterior(e) @ _GRID) for w, e in self._evidence.items()}
         self.chance_ = {w: float(np.mean(e[:, 1])) for w, e in self._evidence.items()}
         self.skill_ = dict(zip(workers, map(float, skill), strict=True))

@@ -19,7 +19,14 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, TypeGuard
 
-from qc.rules import DEFAULT_RULES, GOLD_VOUCH, MIN_ANSWERS, Rule, default_rules
+from qc.rules import (
+    DEFAULT_RULES,
+    GOLD_VOUCH,
+    MIN_ANSWERS,
+    MIN_REAL_ANSWERS,
+    Rule,
+    default_rules,
+)
 
 
 def _is_number(value: object) -> TypeGuard[float]:
@@ -168,7 +175,10 @@ class CrowdPolicy:
     it, see `tasks.base.HitType.crowd_early_answers`); min_answers: judged tasks
     `below_crowd` waits for (10; a HIT type sets fewer where careful workers' posteriors
     after fewer stay as far from the rule as after 10, see
-    `tasks.base.HitType.crowd_min_answers`); min_items: judged items (not tasks:
+    `tasks.base.HitType.crowd_min_answers`); min_real_answers: of those, the answers to real
+    items (not gold or attention checks) `below_crowd` and `below_crowd_early` wait for
+    (MIN_REAL_ANSWERS; 0: none), so a record of mostly known answers is left to the gold and
+    attention rules, which judge it at their own, firmer bars; min_items: judged items (not tasks:
     a form's fields or a Likert item's attributes are tasks of one item) `below_crowd` also
     waits for, beside its min_answers tasks (None: those alone; a HIT type sets it where an
     item's fields swing a careful worker's early posterior, see
@@ -193,6 +203,7 @@ class CrowdPolicy:
     early_answers: int | None = None
     early_credibility: float = 0.99
     min_answers: int = MIN_ANSWERS
+    min_real_answers: int = MIN_REAL_ANSWERS
     min_items: int | None = None
     real_difficulty: bool = False
     gold_vouch: float = GOLD_VOUCH
@@ -204,6 +215,7 @@ class CrowdPolicy:
         if self.early_answers is not None:
             _check_count("qc.crowd.early_answers", self.early_answers, 1)
         _check_count("qc.crowd.min_answers", self.min_answers, 1)
+        _check_count("qc.crowd.min_real_answers", self.min_real_answers, 0)
         if self.min_items is not None:
             _check_count("qc.crowd.min_items", self.min_items, 1)
         _check_share("qc.crowd.doubt_checks", self.doubt_checks)

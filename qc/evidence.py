@@ -153,8 +153,8 @@ def crowd_doubt(evidence: Mapping[str, Any]) -> float | None:
 
 # A worker's crowd metrics before any task of theirs has enough other answers.
 NO_CROWD: dict[str, Any] = {
-    "agreement_n": 0, "agreement_items": 0, "agreement": None, "agreement_chance": None,
-    "agreement_threshold": None,
+    "agreement_n": 0, "agreement_real_n": 0, "agreement_items": 0, "agreement": None,
+    "agreement_chance": None, "agreement_threshold": None,
     "agreement_below_prob": None, "recent_agreement": None, "recent_below_prob": None,
     "collusion_partners": 0, "collusion_group": [], "collusion_pairs": [],
     "stopped_reading_prob": None, "stopped_reading_n": 0, "stopped_reading_since": None,
@@ -184,7 +184,8 @@ def crowd_evidence(
     order. `ordinal_questions`: where
     `ordinal` is False, the questions whose labels are points on a scale all the same (a
     form's ratings), which collusion reads as offsets from the consensus.
-    Keys: agreement_n (tasks judged), agreement_items (the items they are of), agreement (the
+    Keys: agreement_n (tasks judged), agreement_real_n (those of real items, whose truth the
+    crowd settles, not `truth`), agreement_items (the items they are of), agreement (the
     estimated accuracy against the crowd's posterior of the truth), agreement_chance (a random
     answer's), agreement_threshold (chance + margin * (crowd - chance)), agreement_below_prob
     (P(accuracy < threshold)), recent_agreement and recent_below_prob (the same over the last
@@ -257,6 +258,7 @@ def crowd_evidence(
             recent_mean, _ = agreement.recent(worker)
             metrics.update(
                 agreement_n=n,
+                agreement_real_n=agreement.real_n_[worker],
                 agreement_items=agreement.items_[worker],
                 agreement=round(agreement.agreement_[worker], 4),
                 agreement_chance=round(agreement.chance_[worker], 4),

@@ -51,6 +51,7 @@ METRICS: tuple[str, ...] = (
     "gold_doubt",
     "gold_rate",
     "agreement_n",
+    "agreement_real_n",
     "agreement_items",
     "agreement",
     "agreement_below_prob",
@@ -194,6 +195,9 @@ class CrowdSettings(Protocol):
     def min_answers(self) -> int: ...
 
     @property
+    def min_real_answers(self) -> int: ...
+
+    @property
     def min_items(self) -> int | None: ...
 
     @property
@@ -207,6 +211,13 @@ class CrowdSettings(Protocol):
 GOLD_CREDIBILITY = 0.98
 # The default qc.crowd.min_answers: the judged tasks below_crowd waits for.
 MIN_ANSWERS = 10
+# The default qc.crowd.min_real_answers: of those, the answers to real items (not gold or
+# attention checks) below_crowd and below_crowd_early wait for. Known answers count in the
+# crowd's judgement too, but a record of mostly known answers is what the gold and attention
+# rules judge, at firmer bars: at 0.95 on 7 gold answers and one real one, below_crowd
+# stopped a careful reader the gold rule put at 0.87 (RESULTS.md, twenty-fourth look).
+# Before them, below_crowd_known acts on the same posterior at the gold rule's bar.
+MIN_REAL_ANSWERS = 3
 # The default qc.crowd.gold_vouch: gold vouches for a worker while P(gold accuracy below the
 # threshold) is under it.
 GOLD_VOUCH = 0.2
@@ -217,14 +228,16 @@ def default_rules(
 ) -> tuple[Rule, ...]:
     """The standard rules; the gold rule takes its credibility and min_gold from `gold`, and
     `crowd` adds `below_crowd_early` where its early_answers is set and makes `below_crowd`
-    wait for its min_answers judged tasks (10 without it) and min_items judged items.
+    wait for its min_answers judged tasks (10 without it), min_real_answers of them on real
+    items (3), and min_items judged items; below_crowd_early waits for the real ones too, and
+    below_crowd_known judges the same evidence without them at the gold rule's bar.
 
     `DEFAULT_RULES` is this with the default policies (credibility 0.95, min_gold 3, no early
     crowd rule); `parse_qc_config` calls it with the study's own when the study sets no rules.
 
     >>> from qc.config import CrowdPolicy
     >>> [r.name for r in default_rules(crowd=CrowdPolicy(early_answers=6)) if "crowd" in r.name]
-    ['below_crowd', 'below_crowd_early']
+    ['below_crowd', 'below_crowd_early', 'below_crowd_known']
     """
     credibility = 0.95 if gold is None else gold.credibility
     min_gold = 3 if gold is None else gold.min_gold
@@ -238,6 +251,7 @@ def default_rules(
     # rules wait, and the consensus is more likely wrong than the worker. A worker without
     # gold has a gold_doubt of 1: nothing vouches.
     vouch = {"gold_doubt": GOLD_VOUCH if crowd is None else crowd.gold_vouch}
+    real = {"agreement_real_n": MIN_REAL_ANSWERS if crowd is None else crowd.min_real_answers}
     below: dict[str, float] = {
         "agreement_n": MIN_ANSWERS if crowd is None else crowd.min_answers, **vouch
     }
@@ -278,8 +292,14 @@ def default_rules(
         ("stopped_reading", "stopped_reading_prob", drift, soft,
          {"stopped_reading_n": 6, **vouch},
          "Answers and attention checks together: credibly not reading now."),
-        ("below_crowd", "agreement_below_prob", credibility, soft, below,
+        ("below_crowd", "agreement_below_prob", credibility, soft, {**below, **real},
          "Accuracy against the crowd credibly closer to chance than to the crowd's."),
+        # The same before min_real_answers real items, at the gold rule's bar: such a record
+        # is mostly gold and checks, which the crowd's posterior then judges again.
+        ("below_crowd_known", "agreement_below_prob", max(credibility, GOLD_CREDIBILITY), soft,
+         below,
+         "Accuracy against the crowd and the known answers credibly closer to chance than "
+         "to the crowd's, at the gold rule's bar."),
         # The recent window alone, looked at on every refresh: firmer still, since
         # stopped_reading covers the same ground with the attention checks too.
         ("drifted", "recent_below_prob", 1 - (1 - credibility) / 25, soft,
@@ -305,7 +325,7 @@ def default_rules(
     if crowd is not None and crowd.early_answers is not None:
         # Sooner on firmer evidence, where the HIT type sets it: a careful worker's posterior
         # swings most over the first few answers, which below_crowd's min_answers waits out.
-        early: dict[str, float] = {"agreement_n": crowd.early_answers, **vouch}
+        early: dict[str, float] = {"agreement_n": crowd.early_answers, **real, **vouch}
         at = next(i for i, entry in enumerate(table) if entry[0] == "below_crowd") + 1
         table.insert(at, ("below_crowd_early", "agreement_below_prob", crowd.early_credibility,
                           soft, early, "Accuracy against the crowd far closer to chance than "
@@ -329,7 +349,8 @@ def default_rules(
 # group (experts, an LLM, an old batch) that disagrees with the crowd is what a rater-group
 # comparison is there to show, not a bad worker.
 CROWD_RULES = frozenset(
-    {"collusion", "stopped_reading", "below_crowd", "below_crowd_early", "drifted"}
+    {"collusion", "stopped_reading", "below_crowd", "below_crowd_known", "below_crowd_early",
+     "drifted"}
 )
 
 

@@ -167,9 +167,9 @@ def _approve(
     reason = _text(params.get("reason"), "reason", required=False)
     paid, queued = _settle(session, study, worker, pay=True, feedback=reason)
     # Approving keeps the worker: the exclusion or stop of the rules firing now is
-    # overturned, with the other rules on the same evidence (below_crowd_early's verdict is
-    # below_crowd's, sooner: the approval would not survive the tenth answer otherwise); a
-    # rule on other evidence that fires later still acts.
+    # overturned, with the other rules on the same evidence (below_crowd_early's and
+    # below_crowd_known's verdicts are below_crowd's, at other points: the approval would not
+    # survive the tenth answer otherwise); a rule on other evidence that fires later still acts.
     row.decision = Decision.APPROVED
     rules = study_qc(study).rules
     read = {rule.metric for rule in rules if rule.name in (row.rule_hits or [])}

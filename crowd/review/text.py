@@ -279,12 +279,16 @@ def figures(evidence: Mapping[str, Any], alike: Callable[[str], str] | None = No
     if "check_rate" in e:
         add("check_rate", title("check_rate"), percent(e["check_rate"]))
     if "agreement" in e:
-        used.update(("agreement_n", "agreement_chance", "agreement_threshold"))
+        used.update(("agreement_n", "agreement_real_n", "agreement_chance",
+                     "agreement_threshold"))  # fmt: skip
         text = "no answers shared with enough others yet"
         if e["agreement"] is not None:
+            # Known answers (gold, checks) are judged too; say how many were real items.
+            real = e.get("agreement_real_n")
+            of_real = "" if real is None else f"{count(real)} of them on real items; "
             text = (
-                f"{percent(e['agreement'])} over {count(e.get('agreement_n'))} answers (chance "
-                f"{percent(e.get('agreement_chance'))}, "
+                f"{percent(e['agreement'])} over {count(e.get('agreement_n'))} answers ({of_real}"
+                f"chance {percent(e.get('agreement_chance'))}, "
                 f"threshold {percent(e.get('agreement_threshold'))})"
             )
         add("agreement", "Accuracy against the crowd", text)

@@ -147,6 +147,11 @@ def test_agreement_and_collusion_read_as_sentences_naming_the_group() -> None:
                 "collusion_pairs": [{"workers": ["4", "7"]}]}  # fmt: skip
     shown = {f.label: f.text for f in text.figures(evidence)}
     assert shown["Accuracy against the crowd"] == "31% over 12 answers (chance 25%, threshold 44%)"
+    # Known answers (gold, checks) are judged too: the count on real items is named.
+    shown = {f.label: f.text for f in text.figures({**evidence, "agreement_real_n": 5})}
+    assert shown["Accuracy against the crowd"] == (
+        "31% over 12 answers (5 of them on real items; chance 25%, threshold 44%)")  # fmt: skip
+    assert "Agreement real n" not in shown  # not listed again as a raw figure
     assert shown["Chance the accuracy against the crowd is below the threshold"] == "99%"
     assert shown["Recent accuracy against the crowd"] == "20%"
     assert shown["Collusion"] == (

@@ -99,7 +99,11 @@ def test_a_worker_never_agrees_with_themselves_and_known_answers_judge_alone() -
     assert CrowdAgreement(min_others=4).fit(answers).n_ == {}
     gold = CrowdAgreement(min_others=4).fit(answers, truth={"i1/q": 2})
     assert gold.n_ == {"a": 1, "b": 1, "c": 1, "d": 1}
+    assert gold.real_n_ == {"a": 0, "b": 0, "c": 0, "d": 0}
     assert gold.prob_below("a", 0.5) < gold.prob_below("b", 0.5)
+    # Known and real tasks together: real_n_ counts the real ones only.
+    both = CrowdAgreement(min_others=2).fit(answers, truth={"i1/q": 2, "i4/q": 1})
+    assert both.n_["a"] == 6 and both.real_n_["a"] == 4
 
 
 def test_the_items_judged_count_each_items_questions_once() -> None:

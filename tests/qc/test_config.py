@@ -57,7 +57,7 @@ def test_rules_list_replaces_the_defaults() -> None:
     # Every rule applies to every rater group unless it says it judges live workers only (of
     # the defaults, those comparing a worker with the crowd).
     assert {r.name for r in parse_qc_config(None).rules if r.live_only} == {
-        "collusion", "stopped_reading", "below_crowd", "drifted"}  # fmt: skip
+        "collusion", "stopped_reading", "below_crowd", "below_crowd_known", "drifted"}  # fmt: skip
     [live] = parse_qc_config({"rules": [raw_rule | {"live_only": True}]}).rules
     assert live.live_only is True
     with pytest.raises(ValueError, match=r"qc.rules\[0\]: rule 'slow_gold': live_only must be"):
@@ -70,24 +70,42 @@ def test_the_early_crowd_rule_follows_the_crowd_policy() -> None:
     config = parse_qc_config({"crowd": {"early_answers": 7, "early_credibility": 0.99}})
     [rule] = [r for r in config.rules if r.name == "below_crowd_early"]
     assert (rule.metric, rule.op, rule.threshold) == ("agreement_below_prob", ">=", 0.99)
-    assert rule.min_evidence == {"agreement_n": 7, "gold_doubt": 0.2} and rule.live_only
+    assert rule.min_evidence == {"agreement_n": 7, "agreement_real_n": 3, "gold_doubt": 0.2}
+    assert rule.live_only
     assert parse_qc_config(config.to_json()) == config
 
 
 def test_below_crowd_waits_for_the_crowd_policys_items() -> None:
     [rule] = [r for r in parse_qc_config(None).rules if r.name == "below_crowd"]
-    assert rule.min_evidence == {"agreement_n": 10, "gold_doubt": 0.2}
+    assert rule.min_evidence == {"agreement_n": 10, "agreement_real_n": 3, "gold_doubt": 0.2}
     config = parse_qc_config({"crowd": {"min_items": 8}})
     [rule] = [r for r in config.rules if r.name == "below_crowd"]
-    assert rule.min_evidence == {"agreement_n": 10, "agreement_items": 8, "gold_doubt": 0.2}
+    assert rule.min_evidence == {
+        "agreement_n": 10, "agreement_real_n": 3, "agreement_items": 8, "gold_doubt": 0.2
+    }
     assert parse_qc_config(config.to_json()) == config
     config = parse_qc_config({"crowd": {"min_answers": 8}})
     [rule] = [r for r in config.rules if r.name == "below_crowd"]
-    assert rule.min_evidence == {"agreement_n": 8, "gold_doubt": 0.2}
+    assert rule.min_evidence == {"agreement_n": 8, "agreement_real_n": 3, "gold_doubt": 0.2}
     assert parse_qc_config(config.to_json()) == config
     for bad in (0, 2.5, "8", True):
         with pytest.raises(ValueError, match="qc.crowd.min_answers"):
             parse_qc_config({"crowd": {"min_answers": bad}})
+
+
+def test_below_crowd_waits_for_the_crowd_policys_real_answers() -> None:
+    config = parse_qc_config({"crowd": {"min_real_answers": 5, "early_answers": 6}})
+    rules = {r.name: r for r in config.rules}
+    assert rules["below_crowd"].min_evidence["agreement_real_n"] == 5
+    assert rules["below_crowd_early"].min_evidence["agreement_real_n"] == 5
+    assert parse_qc_config(config.to_json()) == config
+    # 0: known answers alone may decide, as before the setting.
+    off = parse_qc_config({"crowd": {"min_real_answers": 0}})
+    [rule] = [r for r in off.rules if r.name == "below_crowd"]
+    assert rule.min_evidence["agreement_real_n"] == 0
+    for bad in (-1, 2.5, "3", True, None):
+        with pytest.raises(ValueError, match="qc.crowd.min_real_answers"):
+            parse_qc_config({"crowd": {"min_real_answers": bad}})
 
 
 def test_round_trip() -> None:

@@ -46,6 +46,13 @@ def test_default_rules_are_the_documented_ones() -> None:
             ">=",
             0.95,
             soft,
+            {"agreement_n": 10, "agreement_real_n": 3, "gold_doubt": 0.2},
+        ),
+        "below_crowd_known": (
+            "agreement_below_prob",
+            ">=",
+            0.98,
+            soft,
             {"agreement_n": 10, "gold_doubt": 0.2},
         ),
         "drifted": ("recent_below_prob", ">=", 0.998, soft, {"agreement_n": 10, "gold_doubt": 0.2}),
@@ -58,7 +65,7 @@ def test_default_rules_are_the_documented_ones() -> None:
     }
     # Comparing with the crowd is for live workers: imported experts may disagree with it.
     assert {r.name for r in DEFAULT_RULES if r.live_only} == {
-        "collusion", "stopped_reading", "below_crowd", "drifted"}  # fmt: skip
+        "collusion", "stopped_reading", "below_crowd", "below_crowd_known", "drifted"}  # fmt: skip
 
 
 def test_default_rules_follow_the_gold_policy() -> None:
@@ -70,18 +77,46 @@ def test_default_rules_follow_the_gold_policy() -> None:
 def test_the_early_crowd_rule_acts_sooner_on_firmer_evidence() -> None:
     rules = rules_by_name(default_rules(crowd=CrowdPolicy(early_answers=6)))
     rule = rules["below_crowd_early"]
-    assert (rule.threshold, rule.min_evidence) == (0.99, {"agreement_n": 6, "gold_doubt": 0.2})
+    assert (rule.threshold, rule.min_evidence) == (
+        0.99, {"agreement_n": 6, "agreement_real_n": 3, "gold_doubt": 0.2})  # fmt: skip
     pair = [rules["below_crowd"], rule]
+
+    def at(prob: float, n: int, real: int = 4, **more: Any) -> dict[str, Any]:
+        return {"agreement_below_prob": prob, "agreement_n": n, "agreement_real_n": real,
+                **NO_GOLD, **more}  # fmt: skip
+
     # Six judged answers: only a posterior of 0.99 acts; from ten, 0.95 does.
-    assert evaluate({"w": {"agreement_below_prob": 0.985, "agreement_n": 6, **NO_GOLD}}, pair) == []
-    [early] = evaluate({"w": {"agreement_below_prob": 0.992, "agreement_n": 6, **NO_GOLD}}, pair)
+    assert evaluate({"w": at(0.985, 6)}, pair) == []
+    [early] = evaluate({"w": at(0.992, 6)}, pair)
     assert early.rule == "below_crowd_early"
-    assert evaluate({"w": {"agreement_below_prob": 0.999, "agreement_n": 5, **NO_GOLD}}, pair) == []
-    [late] = evaluate({"w": {"agreement_below_prob": 0.96, "agreement_n": 10, **NO_GOLD}}, pair)
+    assert evaluate({"w": at(0.999, 5)}, pair) == []
+    [late] = evaluate({"w": at(0.96, 10)}, pair)
     assert late.rule == "below_crowd"
+    # Both wait for three answers on real items: known answers alone are the gold and
+    # attention rules' to judge.
+    assert evaluate({"w": at(0.999, 20, real=2)}, pair) == []
     # Like below_crowd, it judges live workers only.
-    imported = {"agreement_below_prob": 0.999, "agreement_n": 20, "source": "imported", **NO_GOLD}
-    assert evaluate({"w": imported}, pair) == []
+    assert evaluate({"w": at(0.999, 20, source="imported")}, pair) == []
+
+
+def test_a_record_of_mostly_known_answers_meets_the_gold_rules_bar() -> None:
+    rules = [r for r in DEFAULT_RULES if r.metric == "agreement_below_prob"]
+    assert [r.name for r in rules] == ["below_crowd", "below_crowd_known"]
+
+    def at(prob: float, real: int, n: int = 10) -> list[str]:
+        evidence = {"agreement_below_prob": prob, "agreement_n": n, "agreement_real_n": real,
+                    **NO_GOLD}  # fmt: skip
+        return [d.rule for d in evaluate({"w": evidence}, rules)]
+
+    # A careful reader's unlucky gold and one real answer (benchmark seed 107): 0.97 stopped
+    # them while below_crowd judged known answers alone at 0.95; now only 0.98 does.
+    assert at(0.97, real=1) == []
+    assert at(0.985, real=1) == ["below_crowd_known"]
+    # From three real answers, 0.95 (and both rules at 0.98).
+    assert at(0.97, real=3) == ["below_crowd"]
+    assert at(0.985, real=3) == ["below_crowd", "below_crowd_known"]
+    # Both wait for the judged answers all the same.
+    assert at(0.999, real=1, n=9) == []
 
 
 def test_attention_rule_reason_and_evidence() -> None:
@@ -272,7 +307,9 @@ def test_stopped_reading_rule_says_since_when_and_waits_for_six_events() -> None
     assert "(at random from the start)" in reasons["random"]
 
 
-@pytest.mark.parametrize("rule", ["stopped_reading", "below_crowd", "drifted"])
+@pytest.mark.parametrize(
+    "rule", ["stopped_reading", "below_crowd", "below_crowd_known", "drifted"]
+)
 def test_the_crowd_rules_wait_while_gold_vouches_for_the_worker(rule: str) -> None:
     found = rules_by_name()[rule]
     against = {
@@ -282,6 +319,7 @@ def test_the_crowd_rules_wait_while_gold_vouches_for_the_worker(rule: str) -> No
         "agreement_below_prob": 0.999,
         "recent_below_prob": 0.9999,
         "agreement_n": 20,
+        "agreement_real_n": 12,
     }
     # The crowd says not reading; the worker's gold says reading (P(below) 0.1): it waits.
     assert evaluate({"w": {**against, "gold_doubt": 0.1}}, [found]) == []

@@ -47,7 +47,8 @@ def test_a_study_can_stop_a_worker_far_below_the_crowd_within_a_few_comparisons(
     early = {"crowd": {"early_answers": 6}}
     config = parse_qc_config(get_hit_type("comparison").validate_qc_config(early))
     [rule] = [r for r in config.rules if r.name == "below_crowd_early"]
-    assert rule.min_evidence == {"agreement_n": 6, "gold_doubt": 0.2} and rule.threshold == 0.99
+    assert rule.min_evidence == {"agreement_n": 6, "agreement_real_n": 3, "gold_doubt": 0.2}
+    assert rule.threshold == 0.99
     rng = random.Random(4)
     # Five wrong picks are not enough for anyone; seven are for the early rule, before
     # below_crowd's eight.

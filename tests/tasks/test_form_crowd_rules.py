@@ -31,7 +31,9 @@ def test_below_crowd_waits_for_eight_form_items_not_ten_fields() -> None:
     config = parse_qc_config(get_hit_type("form").validate_qc_config(None))
     assert config.crowd.min_items == 8
     [rule] = [r for r in config.rules if r.name == "below_crowd"]
-    assert rule.min_evidence == {"agreement_n": 10, "agreement_items": 8, "gold_doubt": 0.2}
+    assert rule.min_evidence == {
+        "agreement_n": 10, "agreement_real_n": 3, "agreement_items": 8, "gold_doubt": 0.2
+    }
     # Six items wrong in both fields: twelve fields judged, far below the crowd, and still
     # too few items.
     six = form_answers(random.Random(2), 20, 6)
@@ -46,4 +48,4 @@ def test_below_crowd_waits_for_eight_form_items_not_ten_fields() -> None:
     # A study can count fields alone again.
     fields = get_hit_type("form").validate_qc_config({"crowd": {"min_items": None}})
     [rule] = [r for r in parse_qc_config(fields).rules if r.name == "below_crowd"]
-    assert rule.min_evidence == {"agreement_n": 10, "gold_doubt": 0.2}
+    assert rule.min_evidence == {"agreement_n": 10, "agreement_real_n": 3, "gold_doubt": 0.2}

@@ -249,7 +249,7 @@ def test_attention_checks_test_attention_not_the_accuracy_against_the_crowd(
 def test_approving_a_worker_the_early_crowd_rule_stopped_clears_below_crowd_too(
     client: FlaskClient, auth: dict[str, str], make_study: Callable[..., int], db: Database
 ) -> None:
-    # Both rules read agreement_below_prob: an approval after the early rule would not
+    # The three rules read agreement_below_prob: an approval after the early rule would not
     # survive the tenth judged answer if it cleared the early rule alone.
     early = {"annotations_per_item": 3, "qc": {"crowd": {"early_answers": 6}}}
     study_id = make_study(items(), early, hit_type="comparison")
@@ -266,7 +266,7 @@ def test_approving_a_worker_the_early_crowd_rule_stopped_clears_below_crowd_too(
     assert reply.status_code == 200, reply.get_json()
     with db.session() as session:
         row = session.scalars(select(StudyWorker).where(StudyWorker.study_id == study_id)).one()
-        assert row.cleared_rules == ["below_crowd", "below_crowd_early"]
+        assert row.cleared_rules == ["below_crowd", "below_crowd_early", "below_crowd_known"]
         assert row.excluded_by is None
 
 
