@@ -171,7 +171,10 @@ def block(n_max: int) -> str:
         + ", ".join(f"{floor[name, 1 / 1000]:g} ({name})" for name in TYPES)
         + " answers before any test that stops 1 careful worker in 1,000 can stop them, and "
         + ", ".join(f"{floor[name, 1 / 240]:g} ({name})" for name in TYPES)
-        + " at 1 in 240.",
+        + " at 1 in 240. Gold here counts in full, each answer drawn at one accuracy per "
+        "type; the live rule weighs gold items by difficulty, which early in a study rests on "
+        "few readers: `benchmarks/qc_gold_tail.py` (its block below) plays that rule on gold "
+        "of mixed difficulty, and is the closer model of it.",
         END,
     ]
     return "\n".join(lines)
