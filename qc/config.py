@@ -177,8 +177,9 @@ class CrowdPolicy:
     after fewer stay as far from the rule as after 10, see
     `tasks.base.HitType.crowd_min_answers`); min_real_answers: of those, the answers to real
     items (not gold or attention checks) `below_crowd` and `below_crowd_early` wait for
-    (MIN_REAL_ANSWERS; 0: none), so a record of mostly known answers is left to the gold and
-    attention rules, which judge it at their own, firmer bars; min_items: judged items (not tasks:
+    (MIN_REAL_ANSWERS; 0: none); before them `below_crowd_known` judges the same posterior at
+    the gold rule's bar, so a record of mostly known answers meets the bar the gold rule
+    holds such answers to; min_items: judged items (not tasks:
     a form's fields or a Likert item's attributes are tasks of one item) `below_crowd` also
     waits for, beside its min_answers tasks (None: those alone; a HIT type sets it where an
     item's fields swing a careful worker's early posterior, see
