@@ -318,7 +318,15 @@ def detection(
     evidence QC needed; the answers stored meanwhile are the queue's lag, counted apart
     ("lag"). The simulated crowd answers far faster than people (a round of 40 answers in a
     second or two), so the lag here is the queue's, not QC's; without a record of the stop,
-    every answer counts.
+    every answer counts. "missed": the answers each worker of the kind QC did not stop gave
+    (all their items, or fewer where the study's work ran out first).
+
+    >>> kinds = {"d1": "drifter", "d2": "drifter", "c1": "careful"}
+    >>> out = detection(kinds, {"d1": "rule:drifted"}, {"d1": 14, "d2": 30, "c1": 30})
+    >>> out["kinds"]["drifter"]["before_stop"], out["kinds"]["drifter"]["missed"]
+    ([6], [30])
+    >>> out["precision"], out["kinds"]["careful"]["missed"]
+    (1.0, [30])
     """
     stops = stops or {}
     excluded = set(excluded_by)
@@ -339,8 +347,9 @@ def detection(
         before = [read[ext] - (DRIFT_AFTER if kind == "drifter" else 0) for ext in caught]
         lag = [max(stops[ext][1] - read[ext], 0) for ext in caught if ext in stops]
         rules = sorted(str(excluded_by[ext]).removeprefix("rule:") for ext in caught)
+        missed = sorted(answered.get(ext, 0) for ext in members - caught)
         out["kinds"][kind] = {"n": len(members), "excluded": len(caught), "before_stop": before,
-                              "lag": lag, "rules": rules}  # fmt: skip
+                              "lag": lag, "rules": rules, "missed": missed}  # fmt: skip
     return out
 
 
