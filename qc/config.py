@@ -179,12 +179,12 @@ class CrowdPolicy:
     items (not gold or attention checks) `below_crowd` and `below_crowd_early` wait for
     (MIN_REAL_ANSWERS; 0: none); before them `below_crowd_known` judges the same posterior at
     the gold rule's bar, so a record of mostly known answers meets the bar the gold rule
-    holds such answers to; min_items: judged items (not tasks:
-    a form's fields or a Likert item's attributes are tasks of one item) `below_crowd` also
-    waits for, beside its min_answers tasks (None: those alone; a HIT type sets it where an
-    item's fields swing a careful worker's early posterior, see
-    `tasks.base.HitType.crowd_min_items`). Like the gold policy's credibility, these shape
-    the default rules only: a config that lists its rules keeps them.
+    holds such answers to; min_items: judged items (not tasks: a form's fields or a Likert
+    item's attributes are tasks of one item) `below_crowd` also waits for, beside its
+    min_answers tasks (None: those alone; a HIT type sets it where an item's fields swing a
+    careful worker's early posterior, see `tasks.base.HitType.crowd_min_items`). Like the
+    gold policy's credibility, these shape the default rules only: a config that lists its
+    rules keeps them.
     real_difficulty: weigh each real task of categorical labels by how hard readers find it
     (how often the other answers agree), as gold is weighed: a task readers split on tests
     less, one they all agree on more (`qc.agreement`, `_Question.weigh_real`).
