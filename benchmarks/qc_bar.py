@@ -2,8 +2,18 @@
 
 The bar: exclusion precision at least 0.95 and recall at least 0.90 for each bad kind; a median
 of at most 10 items answered by a bad worker before the stop; no careful worker excluded in
-any run; aggregated labels after QC at least as accurate as without it in every cell (method,
-mix and redundancy).
+any run; aggregated labels after QC at least as accurate as without it at every redundancy
+level.
+
+The label part is read per aggregation method and redundancy level, the crowd mixes pooled
+(each label compared counts once): as the issue words it, and "every aggregation method" as
+its report asks. Until 2026-11-30 it was read per cell (method, mix and redundancy), which
+the issue does not ask: at 15 answers an item a mostly careful crowd outvotes its few bad
+workers with or without QC, and QC's labels there differ from the control's by a few dozen
+labels either way (+17 −19 over eight studies), so each such cell passed or missed as a coin
+falls, whatever QC did (benchmarks/RESULTS.md, twenty-sixth look). The cells are still
+counted and the worst is still tested, and a cell that QC credibly loses (one-sided sign test,
+p < 0.05) still misses the bar: pooling must not hide harm to one crowd.
 
 Each part is a count over a few dozen workers or labels, and near its threshold a table of 64
 runs reads it about as a coin would (benchmarks/RESULTS.md, sixteenth look). So beside each
@@ -12,8 +22,9 @@ measured value this table gives an exact 95% interval (scipy.stats):
 - recall: the lowest kind's Clopper-Pearson lower bound;
 - items before the stop: the distribution-free interval of the median from order statistics
   (ranks from the binomial(n, 1/2) law);
-- labels: the cell where QC lost most against the control, with the one-sided sign test on
-  its changed labels: the chance of QC losing at least that many of them if it made no
+- labels: the levels (method and redundancy) where QC's labels were at least as accurate,
+  and the cell where QC lost most against the control, with the one-sided sign test on its
+  changed labels: the chance of QC losing at least that many of them if it made no
   difference to which label was right.
 
 `bar_rows` works on the rows `qc_bench.combine` makes (one per HIT type, mix and redundancy,
@@ -27,8 +38,8 @@ each pooling its runs); `bar_table` writes them as the QC block's last table.
     >>> bar = bar_rows(rows)[0]
     >>> bar["careful"], round(bar["careful_upper"], 3), bar["lowest_recall"]
     ('0/40', 0.088, ('colluder', 0.9, 0.555))
-    >>> bar["median"], bar["median_interval"], bar["cells"]
-    (12, (4, 12), '1 of 2')
+    >>> bar["median"], bar["median_interval"], bar["levels"], bar["cells"]
+    (12, (4, 12), '1 of 2', '1 of 2')
     >>> bar["worst_cell"], round(bar["worst_p"], 3), bar["misses"]
     ('mace, m, 3 (+3 −9)', 0.073, ['median', 'labels'])
 """
@@ -41,6 +52,9 @@ from typing import Any
 from scipy import stats
 
 PRECISION, RECALL, MEDIAN = 0.95, 0.90, 10
+# A cell (method, mix, redundancy) whose changed labels QC loses at this one-sided sign test
+# misses the bar even where its level, the mixes pooled, does not.
+CELL_HARM_P = 0.05
 # Kinds that read (noisy ones carelessly): neither bad nor, for noisy ones, careful.
 GOOD = ("careful", "noisy")
 
@@ -92,6 +106,7 @@ def bar_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         precision = caught / (caught + careful_out) if caught + careful_out else None
         worst = min(bad, key=lambda k: (bad[k][1] / bad[k][0], k)) if bad else None
         cells, worst_cell = _label_cells(mine)
+        levels = _label_levels(mine)
         median = statistics.median(stops) if stops else None
         found = {
             "hit_type": hit,
@@ -103,6 +118,7 @@ def bar_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 round(_lower(bad[worst][1], bad[worst][0]), 3)),
             "median": median,
             "median_interval": median_interval(stops),
+            "levels": f"{levels[0]} of {levels[1]}" if levels[1] else "-",
             "cells": f"{cells[0]} of {cells[1]}" if cells[1] else "-",
             "worst_cell": worst_cell[0] if worst_cell else None,
             "worst_p": worst_cell[1] if worst_cell else None,
@@ -116,7 +132,7 @@ def bar_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             misses.append("median")
         if careful_out:
             misses.append("careful")
-        if cells[0] < cells[1]:
+        if levels[0] < levels[1] or (worst_cell is not None and worst_cell[1] < CELL_HARM_P):
             misses.append("labels")
         found["misses"] = misses
         out.append(found)
@@ -142,6 +158,24 @@ def _label_cells(rows: list[dict[str, Any]]) -> tuple[tuple[int, int], tuple[str
     return (good, total), None if worst is None else (worst[1], worst[0])
 
 
+def _label_levels(rows: list[dict[str, Any]]) -> tuple[int, int]:
+    """(levels where QC's labels were at least as accurate, levels): a level is a method at
+    one redundancy, its changed labels summed over the rows' mixes.
+
+    >>> _label_levels([{"redundancy": 15, "label_changes": {"mace": [17, 19]}},
+    ...                {"redundancy": 15, "label_changes": {"mace": [18, 11]}},
+    ...                {"redundancy": 3, "label_changes": {"mace": [2, 3]}}])
+    (1, 2)
+    """
+    pooled: dict[tuple[str, int], list[int]] = {}
+    for row in rows:
+        for method, (gained, lost) in row.get("label_changes", {}).items():
+            level = pooled.setdefault((method, row["redundancy"]), [0, 0])
+            level[0] += gained
+            level[1] += lost
+    return sum(gained >= lost for gained, lost in pooled.values()), len(pooled)
+
+
 def bar_table(rows: list[dict[str, Any]]) -> list[str]:
     """The bar table of benchmarks/RESULTS.md's QC block (lines)."""
     lines = [
@@ -149,13 +183,16 @@ def bar_table(rows: list[dict[str, Any]]) -> list[str]:
         "Issue 19's bar per HIT type, pooled over the rows above (`benchmarks/qc_bar.py`), "
         "with exact 95% intervals: the careful workers' rate of exclusion (Clopper-Pearson "
         "upper bound), the lowest recall of a bad kind (its lower bound), the median of items "
-        "before the stop (order statistics), and of the label cells where QC lost, the one "
-        "that lost most with the one-sided sign test on its changed labels.",
+        "before the stop (order statistics); the label levels (a method at one redundancy, "
+        "the mixes pooled) and cells (a method, mix and redundancy) where QC's labels were at "
+        "least as accurate, and of the cells where QC lost, the one that lost most with the "
+        "one-sided sign test on its changed labels. The labels miss the bar at a level QC "
+        f"loses, or at a cell it loses at p < {CELL_HARM_P}.",
         "",
         "| HIT type | precision | careful excluded (rate at most) | lowest recall (at least) "
-        "| items before stop (interval) | label cells at least as accurate | QC's worst label "
-        "cell (sign test p) | bar missed by |",
-        "|---|---|---|---|---|---|---|---|",
+        "| items before stop (interval) | label levels at least as accurate | label cells at "
+        "least as accurate | QC's worst label cell (sign test p) | bar missed by |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for b in bar_rows(rows):
         recall = b["lowest_recall"]
@@ -167,7 +204,7 @@ def bar_table(rows: list[dict[str, Any]]) -> list[str]:
             + ("-" if recall is None else f"{recall[1]:.2f} {recall[0]} ({recall[2]:.2f})")
             + f" | {_two(b['median'], '{:g}')}"
             + ("" if interval is None else f" ({interval[0]:g}-{interval[1]:g})")
-            + f" | {b['cells']} | {worst} | {', '.join(b['misses']) or 'nothing'} |"
+            + f" | {b['levels']} | {b['cells']} | {worst} | {', '.join(b['misses']) or 'nothing'} |"
         )
     return lines
 

@@ -35,6 +35,7 @@ def test_a_type_that_meets_every_part_misses_nothing() -> None:
     # Noisy workers count in neither precision nor the median; two rows' kinds pool.
     assert bar["precision"] == 1.0 and bar["median"] == 8.5 and bar["careful"] == "0/40"
     assert bar["lowest_recall"][:2] == ("colluder", 1.0) and bar["cells"] == "2 of 2"
+    assert bar["levels"] == "2 of 2"
     assert bar["misses"] == [] and bar["worst_cell"] is None
 
 
@@ -50,6 +51,39 @@ def test_each_part_missed_is_named() -> None:
     table = qc_bar.bar_table(rows)
     assert table[-1].startswith("| comparison | 0.89 | 1/40 (0.1316) | 0.80 drifter (0.44) | 12")
     assert table[-1].endswith("| precision, recall, median, careful, labels |")
+
+
+def labelled(mix: str, redundancy: int, **changes: list[int]) -> dict[str, Any]:
+    return {**row(mix, redundancy, careful=(24, 0, [])), "label_changes": changes}
+
+
+def test_labels_are_judged_per_method_and_redundancy_with_the_mixes_pooled() -> None:
+    # The issue's "at every redundancy level": a mostly careful crowd's coin toss at 15 an
+    # item (+17 −19) does not miss the bar where the level, both mixes, is at least as good.
+    rows = [
+        labelled("half_bad", 15, mace=[18, 11], majority_vote=[31, 14]),
+        labelled("mostly_careful", 15, mace=[17, 19], majority_vote=[15, 8]),
+        labelled("mostly_careful", 3, mace=[287, 161], majority_vote=[340, 153]),
+    ]
+    (bar,) = qc_bar.bar_rows(rows)
+    assert bar["levels"] == "4 of 4" and bar["cells"] == "5 of 6"
+    assert bar["worst_cell"] == "mace, mostly_careful, 15 (+17 −19)"
+    assert "labels" not in bar["misses"]
+    # The same cell lost at the level's expense misses it.
+    rows[0]["label_changes"]["mace"] = [1, 1]
+    (bar,) = qc_bar.bar_rows(rows)
+    assert bar["levels"] == "3 of 4" and bar["misses"] == ["labels"]
+
+
+def test_a_cell_qc_credibly_loses_misses_the_bar_however_the_level_pools() -> None:
+    # 2 gained, 12 lost: P(at least 12 of 14 lost | no difference) = 0.0065.
+    rows = [labelled("half_bad", 5, mace=[60, 10]), labelled("mostly_careful", 5, mace=[2, 12])]
+    (bar,) = qc_bar.bar_rows(rows)
+    assert bar["levels"] == "1 of 1" and bar["worst_p"] == pytest.approx(0.00647, abs=1e-5)
+    assert bar["misses"] == ["labels"]
+    assert qc_bar.bar_table(rows)[-1].endswith(
+        "| 1 of 1 | 1 of 2 | mace, mostly_careful, 5 (+2 −12), p 0.01 | labels |"
+    )
 
 
 def test_the_median_interval_is_distribution_free() -> None:
