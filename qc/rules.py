@@ -288,9 +288,12 @@ def default_rules(
         # who slipped on a check and met a wrong consensus on 3 answers crossed 0.99 on 4;
         # replayed on 32 studies where nobody was stopped, 6 kept every careful worker that
         # fewer events stopped, and bad workers' median answers before a stop did not move
-        # (benchmarks/RESULTS.md, twentieth look).
+        # (benchmarks/RESULTS.md, twentieth look). And at least 6 answers: each of a task's
+        # questions is an event (a form's fields, a Likert item's attributes), so 6 events
+        # could be two failed checks and two gold forms, on which a careful form reader who
+        # slipped twice and rated one step off the key crossed 0.999 (twenty-sixth look).
         ("stopped_reading", "stopped_reading_prob", drift, soft,
-         {"stopped_reading_n": 6, **vouch},
+         {"stopped_reading_n": 6, "responses": 6, **vouch},
          "Answers and attention checks together: credibly not reading now."),
         ("below_crowd", "agreement_below_prob", credibility, soft, {**below, **real},
          "Accuracy against the crowd credibly closer to chance than to the crowd's."),

@@ -28,7 +28,9 @@ def test_a_variant_scales_probability_rules_only_and_adds_evidence_to_one_rule()
         DEFAULT_RULES, "scale=4, stopped_reading.stopped_reading_n=8")}  # fmt: skip
     before = {r.name: r for r in DEFAULT_RULES}
     assert got["stopped_reading"].threshold == pytest.approx(0.96)
-    assert got["stopped_reading"].min_evidence == {"stopped_reading_n": 8, "gold_doubt": 0.2}
+    assert got["stopped_reading"].min_evidence == {
+        "stopped_reading_n": 8, "responses": 6, "gold_doubt": 0.2
+    }
     assert got["gold_below_threshold"].threshold == pytest.approx(0.92)  # 1 - 4 x 0.02
     # Not a probability: left alone, as is every other rule's evidence.
     assert got["collusion"] == before["collusion"]

@@ -39,7 +39,7 @@ def test_default_rules_are_the_documented_ones() -> None:
             ">=",
             0.99,
             soft,
-            {"stopped_reading_n": 6, "gold_doubt": 0.2},
+            {"stopped_reading_n": 6, "responses": 6, "gold_doubt": 0.2},
         ),
         "below_crowd": (
             "agreement_below_prob",
@@ -286,16 +286,19 @@ def test_metrics_cover_every_default_rule() -> None:
         assert set(rule.min_evidence) <= set(METRICS)
 
 
-def test_stopped_reading_rule_says_since_when_and_waits_for_six_events() -> None:
+def test_stopped_reading_rule_says_since_when_and_waits_for_six_events_and_answers() -> None:
     rule = rules_by_name()["stopped_reading"]
     evidence = {
-        "drifted": {"stopped_reading_prob": 0.995, "stopped_reading_n": 17,
+        "drifted": {"stopped_reading_prob": 0.995, "stopped_reading_n": 17, "responses": 17,
                     "stopped_reading_since": 8, **NO_GOLD},
-        "random": {"stopped_reading_prob": 0.999, "stopped_reading_n": 6,
+        "random": {"stopped_reading_prob": 0.999, "stopped_reading_n": 6, "responses": 6,
                    "stopped_reading_since": 0, **NO_GOLD},
-        "short": {"stopped_reading_prob": 0.999, "stopped_reading_n": 5,
+        "short": {"stopped_reading_prob": 0.999, "stopped_reading_n": 5, "responses": 5,
                   "stopped_reading_since": 0, **NO_GOLD},
-        "reader": {"stopped_reading_prob": 0.02, "stopped_reading_n": 30,
+        # A form's two fields are two events: two checks and two forms make 6 on 4 answers.
+        "few_answers": {"stopped_reading_prob": 0.9991, "stopped_reading_n": 6,
+                        "responses": 4, "stopped_reading_since": 0, **NO_GOLD},
+        "reader": {"stopped_reading_prob": 0.02, "stopped_reading_n": 30, "responses": 30,
                    "stopped_reading_since": None},
     }  # fmt: skip
     reasons = {d.worker: d.reason for d in evaluate(evidence, [rule])}
@@ -315,6 +318,7 @@ def test_the_crowd_rules_wait_while_gold_vouches_for_the_worker(rule: str) -> No
     against = {
         "stopped_reading_prob": 0.999,
         "stopped_reading_n": 20,
+        "responses": 20,
         "stopped_reading_since": 4,
         "agreement_below_prob": 0.999,
         "recent_below_prob": 0.9999,
